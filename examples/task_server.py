@@ -1,0 +1,97 @@
+"""The example MCP server: plain and task tools, over stdio or WebSocket.
+
+Run it over stdio (the default), as MCP clients spawn servers:
+
+    python examples/task_server.py
+
+Tools:
+    echo {text}                      plain only (taskSupport forbidden)
+    summarize {text}                 optional; samples from the client, as a
+                                     task when the client can host one
+    sleep {seconds, steps?}          optional; reports `steps` progress updates
+    fail {message}                   optional; returns an isError result
+    approve {question}               required; elicits a yes/no mid-task
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import trio
+
+import trio_mcp
+
+app = trio_mcp.App("trio-mcp-example", "0.1.0", instructions="Example tools for trio-mcp tasks.")
+
+
+@app.tool()
+async def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@app.tool(task_support="optional")
+async def summarize(ctx: trio_mcp.RequestContext, text: str) -> str:
+    """Summarize text by asking the client's model (sampling)."""
+    reply = await ctx.sample(f"Summarize in one sentence:\n\n{text}", max_tokens=200)
+    return reply.text
+
+
+@app.tool(task_support="optional")
+async def sleep(ctx: trio_mcp.RequestContext, seconds: float, steps: int = 0) -> str:
+    """Sleep for `seconds`, reporting `steps` progress updates on the way."""
+    if seconds < 0:
+        raise trio_mcp.McpError(trio_mcp.INVALID_PARAMS, "seconds must not be negative")
+    if steps <= 0:
+        await trio.sleep(seconds)
+    else:
+        for step in range(1, steps + 1):
+            await trio.sleep(seconds / steps)
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"slept {seconds:g} seconds"
+
+
+@app.tool(task_support="optional")
+async def fail(message: str) -> trio_mcp.CallToolResult:
+    """Fail on purpose with `message` (an isError result)."""
+    return trio_mcp.CallToolResult(content=[trio_mcp.TextContent(message)], is_error=True)
+
+
+@app.tool(task_support="required")
+async def approve(ctx: trio_mcp.RequestContext, question: str) -> str:
+    """Ask the user to approve `question` (elicitation, mid-task)."""
+    answer = await ctx.elicit(
+        question,
+        {
+            "type": "object",
+            "properties": {"approve": {"type": "boolean", "description": "Approve?"}},
+            "required": ["approve"],
+        },
+    )
+    if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+        return f"approved: {question}"
+    return f"declined: {question}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
+    parser.add_argument("--token", help="require this bearer token (WebSocket only)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
+    if args.ws:
+        host, _, port = args.ws.rpartition(":")
+        serve_ws = getattr(trio_mcp, "serve_websocket", None)
+        if serve_ws is None:
+            parser.error("this build has no WebSocket transport")
+        tokens = {args.token: "token-user"} if args.token else None
+        trio.run(lambda: serve_ws(app, host or "127.0.0.1", int(port), tokens=tokens))
+    else:
+        trio.run(trio_mcp.serve_stdio, app)
+
+
+if __name__ == "__main__":
+    main()

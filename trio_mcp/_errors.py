@@ -1,0 +1,88 @@
+"""Exceptions and JSON-RPC error codes used throughout trio-mcp.
+
+Two families mirror h11's ``LocalProtocolError`` / ``RemoteProtocolError``:
+
+* :class:`McpError` is raised *by a handler* (or by the router on its behalf) and
+  carries the JSON-RPC code that the peer will be answered with.
+* :class:`RemoteError` is raised *to a caller* when the other side answered a
+  request with a JSON-RPC error.
+
+:class:`ConnectionClosed` wakes every waiter when the transport goes away, and
+:class:`LocalUsageError` reports a misuse of the API that never reaches the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+#: Not a JSON-RPC standard code; used for rate limits and resource caps.
+RESOURCE_LIMIT: Final = -32000
+
+
+class TrioMcpError(Exception):
+    """Base class of every exception trio-mcp raises on purpose."""
+
+
+class McpError(TrioMcpError):
+    """An error that is answered to the peer as a JSON-RPC error object.
+
+    Raise it from any request handler (tool, sampling, elicitation, ...) to
+    answer with a specific code; the router never adds traceback text.
+
+    Args:
+        code: The JSON-RPC error code, e.g. :data:`INVALID_PARAMS`.
+        message: A short, single-sentence description sent to the peer.
+        data: Optional extra JSON data for the ``error.data`` member.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code}, {self.message!r})"
+
+
+class RemoteError(TrioMcpError):
+    """The peer answered our request with a JSON-RPC error.
+
+    Attributes:
+        code: The JSON-RPC error code the peer sent.
+        message: The peer's message.
+        data: The peer's ``error.data``, if any.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class RemoteProtocolError(TrioMcpError):
+    """The peer sent something the protocol does not allow (e.g. a result
+    that does not fit the request's result type)."""
+
+
+class ConnectionClosed(TrioMcpError):
+    """The connection to the peer is closed; no response will ever arrive.
+
+    Every pending request wakes with this error at once when the transport
+    closes, and every later attempt to send raises it too.
+    """
+
+
+class LocalUsageError(TrioMcpError):
+    """The API was used in a way the protocol forbids; nothing was sent.
+
+    For example: calling a tool whose ``execution.taskSupport`` is
+    ``"required"`` without a task, or augmenting a request with a task when the
+    receiver did not declare the capability.
+    """

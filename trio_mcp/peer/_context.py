@@ -1,0 +1,181 @@
+"""What a handler sees: :class:`RequestContext`."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, final
+
+from .._errors import LocalUsageError
+from ._convert import converter, to_wire
+from ._handle import TaskHandle
+from ._types import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+    ProgressParams,
+    SamplingMessage,
+    related_task_meta,
+    task_capability,
+)
+
+if TYPE_CHECKING:
+    from ._registry import TaskActor
+    from ._router import Peer
+
+log = logging.getLogger("trio_mcp.peer")
+
+
+@final
+class RequestContext:
+    """The context of one incoming request, passed to tools and handlers.
+
+    A tool gets it by declaring a parameter annotated ``RequestContext``.
+    When the request runs as a task, :attr:`task_id` is set, progress keeps
+    flowing for the task's lifetime, and :meth:`elicit` / :meth:`sample` put
+    the task in ``input_required`` and travel with the related-task ``_meta``.
+
+    Attributes:
+        peer: The connection the request arrived on.
+        request_id: The JSON-RPC id of the request.
+        meta: The request's ``_meta`` (``None`` if absent).
+    """
+
+    def __init__(
+        self,
+        peer: Peer,
+        request_id: str | int,
+        meta: dict[str, Any] | None,
+        task: TaskActor | None = None,
+    ) -> None:
+        self.peer = peer
+        self.request_id = request_id
+        self.meta = meta
+        self._task = task
+        self._progress_count = 0.0
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this request runs as, or ``None``."""
+        return self._task.task_id if self._task is not None else None
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The request's ``progressToken``, if the requestor asked for progress."""
+        token = (self.meta or {}).get("progressToken")
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the requestor gave a progress token.
+
+        Does nothing otherwise. For a task, the notification goes to the
+        requestor's open connection (the task may outlive the request's).
+        Progress values should increase; this is the caller's duty.
+
+        Cancellation: safe to cancel; the notification may or may not go.
+        """
+        token = self.progress_token
+        if token is None:
+            return
+        params = to_wire(ProgressParams(token, progress, total, message))
+        peer: Peer | None = self.peer
+        if self._task is not None:
+            params["_meta"] = related_task_meta(self._task.task_id)
+            peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
+        if peer is not None:
+            peer.notify_soon("notifications/progress", params)
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], Peer]:
+        if self._task is not None:
+            return await self._task.ask(method, params)
+        return await self.peer.request_raw(method, params), self.peer
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        as_task: bool = False,
+        ttl: int | None = None,
+    ) -> ElicitResult:
+        """Ask the user, through the client, to fill a form (``elicitation/create``).
+
+        Args:
+            message: What to show the user.
+            requested_schema: A flat JSON Schema object of primitive properties.
+            as_task: Ask the client to host the elicitation as a task (when it
+                declared ``tasks.requests.elicitation.create``), then poll it.
+            ttl: Requested TTL (ms) of that task.
+
+        Returns:
+            The client's answer (``accept``/``decline``/``cancel``).
+
+        Raises:
+            LocalUsageError: The client did not declare elicitation.
+            RemoteError: The client answered with a JSON-RPC error.
+        """
+        caps = self.peer.remote_client_capabilities
+        if caps is None or caps.elicitation is None:
+            raise LocalUsageError("the client did not declare the elicitation capability")
+        params = ElicitParams(message=message, requested_schema=requested_schema, mode="form")
+        return await self._request_maybe_task(
+            "elicitation/create", to_wire(params), ElicitResult, as_task, ttl
+        )
+
+    async def sample(
+        self,
+        messages: list[SamplingMessage] | str,
+        *,
+        max_tokens: int = 256,
+        system_prompt: str | None = None,
+        as_task: bool = True,
+        ttl: int | None = None,
+        **extra: Any,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a message (``sampling/createMessage``).
+
+        Args:
+            messages: The conversation, or one user prompt as a string.
+            max_tokens: The most tokens to sample.
+            system_prompt: Optional system prompt.
+            as_task: Host the sampling as a task on the client when it
+                declared ``tasks.requests.sampling.createMessage`` (default),
+                then poll that task for the outcome.
+            ttl: Requested TTL (ms) of that task.
+            **extra: Further ``CreateMessageParams`` fields.
+
+        Raises:
+            LocalUsageError: The client did not declare sampling.
+            RemoteError: The client answered with a JSON-RPC error.
+        """
+        caps = self.peer.remote_client_capabilities
+        if caps is None or caps.sampling is None:
+            raise LocalUsageError("the client did not declare the sampling capability")
+        if isinstance(messages, str):
+            messages = [SamplingMessage("user", {"type": "text", "text": messages})]
+        params = CreateMessageParams(
+            messages=messages, max_tokens=max_tokens, system_prompt=system_prompt, **extra
+        )
+        return await self._request_maybe_task(
+            "sampling/createMessage", to_wire(params), CreateMessageResult, as_task, ttl
+        )
+
+    async def _request_maybe_task(
+        self, method: str, params: dict[str, Any], result_type: type[Any], as_task: bool,
+        ttl: int | None,
+    ) -> Any:
+        use_task = as_task and task_capability(self.peer.remote_client_capabilities, method)
+        if use_task:
+            params["task"] = {} if ttl is None else {"ttl": ttl}
+        raw, via = await self._ask(method, params)
+        if use_task and isinstance(raw.get("task"), dict):
+            handle = via.handle_from_create_result(raw, result_type)
+            log.debug("%s hosted by the client as task %s", method, handle.task_id)
+            await handle.wait()
+            return await handle.result()
+        return converter.structure(raw, result_type)
+
+
+__all__ = ["RequestContext", "TaskHandle"]

@@ -1,0 +1,177 @@
+"""The requestor side of a task: :class:`TaskHandle`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
+
+import attrs
+import trio
+
+from .._errors import RemoteError, RemoteProtocolError
+from ._convert import converter
+from ._state import TRANSITIONS
+from ._types import Task, TaskStatus
+
+if TYPE_CHECKING:
+    from ._router import Peer
+
+R = TypeVar("R")
+
+#: Never poll faster than this, whatever the receiver suggests (ms).
+MIN_POLL_INTERVAL = 50
+#: Poll interval when the receiver suggests none (ms).
+DEFAULT_POLL_INTERVAL = 1_000
+
+
+@final
+@attrs.define(eq=False)
+class TaskHandle(Generic[R]):
+    """Follows one task hosted by the other side.
+
+    Returned by :meth:`Peer.call_tool_task` and friends. ``R`` is the result
+    type of the underlying request (e.g. ``CallToolResult``).
+
+    Attributes:
+        peer: The connection the task is followed on.
+        task: The newest snapshot seen (from ``tasks/get``, a status
+            notification, or the ``CreateTaskResult``).
+        result_type: The type :meth:`result` structures the payload into.
+        meta: The ``_meta`` of the ``CreateTaskResult`` (e.g. the
+            model-immediate-response text).
+    """
+
+    peer: Peer
+    task: Task
+    result_type: type[R]
+    meta: dict[str, Any] | None = None
+    progress_token: str | int | None = None
+    _outcome: R | RemoteError | None = attrs.field(default=None, init=False)
+    _collecting: bool = attrs.field(default=False, init=False)
+
+    @property
+    def task_id(self) -> str:
+        """The task's id (chosen by the receiver)."""
+        return self.task.task_id
+
+    def _observe(self, task: Task) -> None:
+        old = self.task.status
+        if task.status != old and (old, task.status) not in _OBSERVABLE:
+            # Polling can skip states (working -> input_required -> working
+            # between two polls), so only a move out of a terminal state is
+            # impossible.
+            if old.is_terminal:
+                raise RemoteProtocolError(
+                    f"task {self.task_id} moved from terminal {old.value!r} to "
+                    f"{task.status.value!r}"
+                )
+        self.task = task
+        if task.status.is_terminal:
+            self._release()
+
+    def _release(self) -> None:
+        if self.progress_token is not None:
+            self.peer.forget_progress(self.progress_token)
+            self.progress_token = None
+
+    async def status(self) -> Task:
+        """Ask the receiver for the task's state (``tasks/get``).
+
+        Raises:
+            RemoteError: -32602 when the task is unknown (e.g. expired).
+            ConnectionClosed: The connection closed.
+        """
+        task = await self.peer.get_task(self.task_id)
+        self._observe(task)
+        return task
+
+    def _interval(self) -> float:
+        ms = self.task.poll_interval or DEFAULT_POLL_INTERVAL
+        return max(ms, MIN_POLL_INTERVAL) / 1000
+
+    async def _collect(self) -> None:
+        try:
+            self._outcome = await self._fetch_result()
+        except RemoteError as exc:
+            self._outcome = exc
+
+    async def _fetch_result(self) -> R:
+        raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
+        if self.result_type is dict:  # type: ignore[comparison-overlap]
+            return raw  # type: ignore[return-value]
+        try:
+            return converter.structure(raw, self.result_type)
+        except Exception as exc:
+            raise RemoteProtocolError(
+                f"tasks/result for {self.task_id} does not fit {self.result_type.__name__}"
+            ) from exc
+
+    async def __aiter__(self) -> AsyncIterator[Task]:
+        """Yield each new snapshot until the task is terminal.
+
+        Wakes early on ``notifications/tasks/status`` but never relies on it:
+        it polls ``tasks/get`` at the receiver's ``pollInterval``. When the
+        task is ``input_required`` it opens ``tasks/result`` in the background
+        so the receiver can deliver its request to this peer's handlers.
+
+        Cancellation: stops following; the task itself is unaffected.
+        """
+        last: tuple[TaskStatus, str | None] | None = None
+        async with trio.open_nursery() as nursery:
+            while True:
+                changed = self.peer._status_event(self.task_id)
+                task = await self.status()
+                if (task.status, task.status_message) != last:
+                    last = (task.status, task.status_message)
+                    yield task
+                if task.status.is_terminal:
+                    break
+                if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
+                    self._collecting = True
+                    nursery.start_soon(self._collect)
+                with trio.move_on_after(self._interval()):
+                    await changed.wait()
+
+    async def wait(self) -> Task:
+        """Follow the task until it is terminal and return its final snapshot.
+
+        Cancellation: stops waiting; the task itself is unaffected (use
+        :meth:`cancel` to stop it).
+        """
+        async for _ in self:
+            pass
+        return self.task
+
+    async def result(self) -> R:
+        """Return the underlying request's result (``tasks/result``).
+
+        Blocks until the task is terminal; while blocked, the receiver may
+        send this peer the task's side-channel requests (elicitation,
+        sampling), which the registered handlers answer.
+
+        Raises:
+            RemoteError: The underlying request's JSON-RPC error (also for a
+                cancelled task), or -32602 for an unknown or expired task.
+        """
+        if self._outcome is None:
+            await self._collect()
+        outcome = self._outcome
+        if isinstance(outcome, RemoteError):
+            raise outcome
+        assert outcome is not None
+        if not self.task.status.is_terminal:
+            self._release()
+        return outcome
+
+    async def cancel(self) -> Task:
+        """Cancel the task (``tasks/cancel``) and return its new snapshot.
+
+        Raises:
+            RemoteError: -32602 when it is unknown or already terminal.
+        """
+        task = await self.peer.cancel_task(self.task_id)
+        self._observe(task)
+        return task
+
+
+_OBSERVABLE = frozenset((src, dst) for (src, _), dst in TRANSITIONS.items())

@@ -1,0 +1,225 @@
+"""JSON-RPC 2.0 envelopes, and the codec between them and bytes.
+
+Envelopes are told apart by the keys present (as pygls does): ``method`` with
+``id`` is a request, ``method`` without ``id`` a notification, ``result`` or
+``error`` a response. Input that cannot be classified becomes an
+:class:`Undecodable` value -- it is never raised and never sent in-band as an
+exception -- so the router can answer it with the right error.
+
+``params`` and ``result`` stay plain JSON dicts at this layer; the router turns
+them into typed MCP objects with the converter in :mod:`._convert` once it
+knows which method (or which pending request) they belong to.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from .._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+
+RequestId: TypeAlias = "str | int"
+JSON: TypeAlias = Any
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _dumps(obj: Any) -> bytes:
+    return _encoder.encode(obj).encode("utf-8")
+
+
+def _loads(data: bytes | str) -> Any:
+    if isinstance(data, bytes | bytearray):
+        data = data.decode("utf-8")
+    return _decoder.decode(data)
+
+
+_JSONRPC: Final = "2.0"
+
+
+@attrs.frozen
+class Request:
+    """A JSON-RPC request: it expects exactly one response with the same id."""
+
+    id: str | int
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class Notification:
+    """A JSON-RPC notification: no response is ever sent."""
+
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class Response:
+    """A successful JSON-RPC response."""
+
+    id: str | int
+    result: dict[str, Any]
+
+
+@attrs.frozen
+class ErrorData:
+    """The ``error`` member of a JSON-RPC error response."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+@attrs.frozen
+class ErrorResponse:
+    """A JSON-RPC error response; ``id`` is ``None`` when it could not be read."""
+
+    id: str | int | None
+    error: ErrorData
+
+
+@attrs.frozen
+class Undecodable:
+    """Input a transport could not turn into a message.
+
+    Attributes:
+        code: :data:`PARSE_ERROR` for bytes that are not JSON (or not UTF-8),
+            :data:`INVALID_REQUEST` for JSON that is not a JSON-RPC message.
+        reason: A short human-readable reason, safe to send to the peer.
+        id: The request id, when one could be recovered from the input.
+    """
+
+    code: int
+    reason: str
+    id: str | int | None = None
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+Incoming: TypeAlias = Message | Undecodable
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+
+
+def parse_message(obj: Any) -> Incoming:
+    """Classify one decoded JSON value as a JSON-RPC message.
+
+    Args:
+        obj: The value ``json.loads`` produced.
+
+    Returns:
+        The envelope, or :class:`Undecodable` with code -32600 when the value
+        is not a well-formed JSON-RPC 2.0 message. Never raises.
+    """
+    if not isinstance(obj, dict):
+        if isinstance(obj, list):
+            return Undecodable(INVALID_REQUEST, "JSON-RPC batches are not supported")
+        return Undecodable(INVALID_REQUEST, "a JSON-RPC message must be a JSON object")
+    raw_id = obj.get("id")
+    id_ok = _valid_id(raw_id)
+    if obj.get("jsonrpc") != _JSONRPC:
+        return Undecodable(INVALID_REQUEST, 'missing or wrong "jsonrpc" member (must be "2.0")',
+                           raw_id if id_ok else None)
+    method = obj.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            return Undecodable(INVALID_REQUEST, '"method" must be a string',
+                               raw_id if id_ok else None)
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            # MCP params are always objects; positional params are not used.
+            return Undecodable(INVALID_REQUEST, '"params" must be an object',
+                               raw_id if id_ok else None)
+        if "id" in obj:
+            if not id_ok:
+                return Undecodable(INVALID_REQUEST, '"id" must be a string or an integer')
+            return Request(raw_id, method, params)
+        return Notification(method, params)
+    if "result" in obj:
+        result = obj["result"]
+        if not id_ok or not isinstance(result, dict):
+            return Undecodable(INVALID_REQUEST, "malformed response")
+        return Response(raw_id, result)
+    if "error" in obj:
+        err = obj["error"]
+        if not isinstance(err, dict) or not isinstance(err.get("code"), int):
+            return Undecodable(INVALID_REQUEST, "malformed error response")
+        message = err.get("message")
+        return ErrorResponse(
+            raw_id if id_ok else None,
+            ErrorData(err["code"], message if isinstance(message, str) else "", err.get("data")),
+        )
+    return Undecodable(INVALID_REQUEST, "not a request, notification or response",
+                       raw_id if id_ok else None)
+
+
+def decode_message(data: bytes | str) -> Incoming:
+    """Decode one serialized message (one NDJSON line, one WebSocket frame).
+
+    Args:
+        data: UTF-8 bytes or text of exactly one JSON value.
+
+    Returns:
+        The envelope, or :class:`Undecodable` (-32700 for invalid JSON or
+        UTF-8, -32600 for JSON that is not a message). Never raises.
+    """
+    try:
+        obj = _loads(data)
+    except UnicodeDecodeError:
+        return Undecodable(PARSE_ERROR, "Parse error: input is not valid UTF-8")
+    except (ValueError, RecursionError):
+        return Undecodable(PARSE_ERROR, "Parse error: input is not valid JSON")
+    return parse_message(obj)
+
+
+def message_to_json(msg: Message) -> dict[str, Any]:
+    """Return the JSON object of an envelope, with ``jsonrpc`` always present."""
+    if isinstance(msg, Request):
+        out: dict[str, Any] = {"jsonrpc": _JSONRPC, "id": msg.id, "method": msg.method}
+        if msg.params is not None:
+            out["params"] = msg.params
+        return out
+    if isinstance(msg, Notification):
+        out = {"jsonrpc": _JSONRPC, "method": msg.method}
+        if msg.params is not None:
+            out["params"] = msg.params
+        return out
+    if isinstance(msg, Response):
+        return {"jsonrpc": _JSONRPC, "id": msg.id, "result": msg.result}
+    error: dict[str, Any] = {"code": msg.error.code, "message": msg.error.message}
+    if msg.error.data is not None:
+        error["data"] = msg.error.data
+    # JSON-RPC 2.0 section 5: id is null when it could not be determined.
+    return {"jsonrpc": _JSONRPC, "id": msg.id, "error": error}
+
+
+def encode_message(msg: Message) -> bytes:
+    """Serialize an envelope to compact UTF-8 JSON with no trailing newline."""
+    return _dumps(message_to_json(msg))
+
+
+def encode_for_wire(msg: Message) -> bytes | None:
+    """Serialize ``msg`` for a transport, never raising.
+
+    A response whose result is not JSON (a NaN, an object JSON cannot hold)
+    becomes a -32603 error response for the same id, so the request is still
+    answered exactly once. Any other unserializable message is dropped and
+    ``None`` returned (the caller logs it).
+    """
+    try:
+        return encode_message(msg)
+    except (TypeError, ValueError, RecursionError):
+        if isinstance(msg, Response | ErrorResponse):
+            return encode_message(ErrorResponse(msg.id, ErrorData(
+                INTERNAL_ERROR, "Internal error: the result could not be encoded as JSON")))
+        return None

@@ -1,0 +1,249 @@
+"""The stdio transport: NDJSON over a process's stdin and stdout.
+
+Server side: :func:`serve_stdio` speaks MCP on this process's own stdin and
+stdout. stdout carries protocol messages only: while serving, file
+descriptor 1 is pointed at stderr, so a stray ``print`` cannot corrupt the
+stream; logging goes to stderr through :mod:`logging`.
+
+Client side: :func:`open_stdio_client` spawns a server command and talks to
+it over its pipes. Closing follows the MCP stdio transport: close the
+server's stdin, wait, then SIGTERM, wait, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import trio
+
+from .._errors import INVALID_REQUEST
+from .._util import unwrap_group
+from ..peer._app import App
+from ..peer._bus import BusEnds, MessageBus, open_bus
+from ..peer._jsonrpc import Undecodable, decode_message, encode_for_wire
+from ..peer._router import Peer, Role, open_peer
+from ..peer._types import Implementation
+from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
+
+log = logging.getLogger("trio_mcp.transports")
+
+#: Seconds to wait at each step of closing a server process.
+SHUTDOWN_GRACE: Final = 2.0
+_READ_SIZE: Final = 65_536
+
+
+async def run_stream_transport(
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    ends: BusEnds,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> None:
+    """Carry a bus over a byte stream pair with NDJSON framing.
+
+    Reads lines into ``ends.to_peer`` until EOF; writes ``ends.from_peer``
+    as lines until the peer closes it, then closes ``send``. A line over
+    ``max_line`` bytes is discarded and answered with -32600; undecodable
+    lines become :class:`Undecodable` for the peer to answer.
+
+    Cancellation: stops both directions and closes ``send``.
+    """
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_read_lines, receive, ends, max_line)
+        await _write_lines(send, ends)
+        # The peer is done sending; let the reader finish on its own only if
+        # the other side is still talking, otherwise stop here.
+        nursery.cancel_scope.cancel()
+
+
+async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: int) -> None:
+    buffer = LineBuffer(max_line)
+    async with ends.to_peer as to_peer:
+        try:
+            while True:
+                data = await receive.receive_some(_READ_SIZE)
+                items = list(buffer.feed(data)) if data else list(buffer.close())
+                for item in items:
+                    if isinstance(item, LineTooLong):
+                        log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
+                        await to_peer.send(Undecodable(
+                            INVALID_REQUEST,
+                            f"Invalid request: message exceeds the {max_line}-byte limit"))
+                    else:
+                        await to_peer.send(decode_message(item))
+                if not data:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+
+async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
+    try:
+        async with ends.from_peer as from_peer:
+            async for msg in from_peer:
+                data = encode_for_wire(msg)
+                if data is None:
+                    log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+                    continue
+                await send.send_all(data + b"\n")
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        with trio.CancelScope(shield=True):
+            await send.aclose()
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    command: str | Sequence[str],
+    app: App | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stderr: Any = None,
+    max_line: int = DEFAULT_MAX_LINE,
+    client_info: Implementation | None = None,
+) -> AsyncIterator[Peer]:
+    """Spawn an MCP server command and yield the client :class:`Peer` talking to it.
+
+    Args:
+        command: The command, as a list or a shell-like string (split with
+            :func:`shlex.split`, not run by a shell).
+        app: What this client offers (sampling/elicitation handlers, tasks).
+            A bare App is used when omitted.
+        env: Environment for the server (inherits ours when omitted).
+        cwd: Working directory for the server.
+        stderr: Where the server's stderr goes (inherited by default).
+        max_line: Longest accepted message, in bytes.
+        client_info: ``clientInfo`` to send instead of the App's.
+
+    The block starts after the ``initialize`` handshake. On exit the server's
+    stdin is closed, then it is given :data:`SHUTDOWN_GRACE` seconds to exit,
+    then SIGTERM, then SIGKILL.
+
+    Raises:
+        OSError: The command could not be started.
+        RemoteError, ConnectionClosed: The handshake failed (e.g. the server
+            exited at once).
+    """
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    app = app if app is not None else App("trio-mcp-client")
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            proc = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            bus, ends = open_bus(info={"transport": "stdio", "pid": proc.pid})
+            nursery.start_soon(
+                _run_and_reap, proc, ends, max_line
+            )
+            try:
+                async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+                    yield peer
+            finally:
+                bus.outgoing.close()
+
+
+async def _run_and_reap(proc: trio.Process, ends: BusEnds, max_line: int) -> None:
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        await run_stream_transport(proc.stdout, proc.stdin, ends, max_line=max_line)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop_process(proc)
+
+
+async def _stop_process(proc: trio.Process) -> None:
+    """Close stdin (done by the writer), wait; SIGTERM, wait; SIGKILL."""
+    if proc.stdin is not None:
+        await proc.stdin.aclose()
+    with trio.move_on_after(SHUTDOWN_GRACE):
+        await proc.wait()
+        return
+    log.info("server %d did not exit after stdin closed; terminating", proc.pid)
+    proc.terminate()
+    with trio.move_on_after(SHUTDOWN_GRACE):
+        await proc.wait()
+        return
+    log.warning("server %d did not exit after SIGTERM; killing", proc.pid)
+    proc.kill()
+    await proc.wait()
+
+
+async def serve_stdio(
+    app: App,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+    protect_stdout: bool = True,
+    task_status: trio.TaskStatus[Peer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` as an MCP server on this process's stdin/stdout until EOF.
+
+    Args:
+        app: The tools and handlers to serve.
+        max_line: Longest accepted message, in bytes.
+        protect_stdout: Point file descriptor 1 at stderr while serving, so
+            only protocol messages reach the real stdout.
+
+    Returns when stdin reaches EOF (the client closed it) or on cancel.
+    """
+    in_fd = os.dup(sys.stdin.fileno())
+    out_fd = os.dup(sys.stdout.fileno())
+    saved_stdout: int | None = None
+    if protect_stdout:
+        sys.stdout.flush()
+        saved_stdout = os.dup(1)
+        os.dup2(2, 1)
+    receive = trio.lowlevel.FdStream(in_fd)
+    send = trio.lowlevel.FdStream(out_fd)
+    bus, ends = open_bus(info={"transport": "stdio"})
+    try:
+        with unwrap_group():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_serve_streams, receive, send, ends, max_line,
+                                   nursery.cancel_scope)
+                peer = Peer(app, bus, Role.SERVER)
+                await nursery.start(peer.run)
+                task_status.started(peer)
+    finally:
+        await receive.aclose()
+        if saved_stdout is not None:
+            os.dup2(saved_stdout, 1)
+            os.close(saved_stdout)
+
+
+async def _serve_streams(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream,
+                         ends: BusEnds, max_line: int, scope: trio.CancelScope) -> None:
+    await run_stream_transport(receive, send, ends, max_line=max_line)
+    scope.cancel()
+
+
+def wrap_stdio_streams(
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    nursery: trio.Nursery,
+    *,
+    context: str | None = None,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> MessageBus:
+    """Low level: run NDJSON framing over two byte streams in ``nursery``.
+
+    Returns:
+        The bus to hand to a :class:`Peer`.
+    """
+    bus, ends = open_bus(context=context, info={"transport": "stream"})
+    nursery.start_soon(lambda: run_stream_transport(receive, send, ends, max_line=max_line))
+    return bus

@@ -23,56 +23,64 @@ import trio
 
 import trio_mcp
 
-app = trio_mcp.App("trio-mcp-example", "0.1.0", instructions="Example tools for trio-mcp tasks.")
-
-
-@app.tool()
-async def echo(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-@app.tool(task_support="optional")
-async def summarize(ctx: trio_mcp.RequestContext, text: str) -> str:
-    """Summarize text by asking the client's model (sampling)."""
-    reply = await ctx.sample(f"Summarize in one sentence:\n\n{text}", max_tokens=200)
-    return reply.text
-
-
-@app.tool(task_support="optional")
-async def sleep(ctx: trio_mcp.RequestContext, seconds: float, steps: int = 0) -> str:
-    """Sleep for `seconds`, reporting `steps` progress updates on the way."""
-    if seconds < 0:
-        raise trio_mcp.McpError(trio_mcp.INVALID_PARAMS, "seconds must not be negative")
-    if steps <= 0:
-        await trio.sleep(seconds)
-    else:
-        for step in range(1, steps + 1):
-            await trio.sleep(seconds / steps)
-            await ctx.report_progress(step, steps, f"step {step} of {steps}")
-    return f"slept {seconds:g} seconds"
-
-
-@app.tool(task_support="optional")
-async def fail(message: str) -> trio_mcp.CallToolResult:
-    """Fail on purpose with `message` (an isError result)."""
-    return trio_mcp.CallToolResult(content=[trio_mcp.TextContent(message)], is_error=True)
-
-
-@app.tool(task_support="required")
-async def approve(ctx: trio_mcp.RequestContext, question: str) -> str:
-    """Ask the user to approve `question` (elicitation, mid-task)."""
-    answer = await ctx.elicit(
-        question,
-        {
-            "type": "object",
-            "properties": {"approve": {"type": "boolean", "description": "Approve?"}},
-            "required": ["approve"],
-        },
+def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
+    """Build a fresh App with the example tools (each App has its own tasks)."""
+    app = trio_mcp.App(
+        "trio-mcp-example",
+        "0.1.0",
+        instructions="Example tools for trio-mcp tasks.",
+        limits=limits or trio_mcp.TaskLimits(),
     )
-    if answer.action == "accept" and (answer.content or {}).get("approve") is True:
-        return f"approved: {question}"
-    return f"declined: {question}"
+
+    @app.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+
+    @app.tool(task_support="optional")
+    async def summarize(ctx: trio_mcp.RequestContext, text: str) -> str:
+        """Summarize text by asking the client's model (sampling)."""
+        reply = await ctx.sample(f"Summarize in one sentence:\n\n{text}", max_tokens=200)
+        return reply.text
+
+
+    @app.tool(task_support="optional")
+    async def sleep(ctx: trio_mcp.RequestContext, seconds: float, steps: int = 0) -> str:
+        """Sleep for `seconds`, reporting `steps` progress updates on the way."""
+        if seconds < 0:
+            raise trio_mcp.McpError(trio_mcp.INVALID_PARAMS, "seconds must not be negative")
+        if steps <= 0:
+            await trio.sleep(seconds)
+        else:
+            for step in range(1, steps + 1):
+                await trio.sleep(seconds / steps)
+                await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"slept {seconds:g} seconds"
+
+
+    @app.tool(task_support="optional")
+    async def fail(message: str) -> trio_mcp.CallToolResult:
+        """Fail on purpose with `message` (an isError result)."""
+        return trio_mcp.CallToolResult(content=[trio_mcp.TextContent(message)], is_error=True)
+
+
+    @app.tool(task_support="required")
+    async def approve(ctx: trio_mcp.RequestContext, question: str) -> str:
+        """Ask the user to approve `question` (elicitation, mid-task)."""
+        answer = await ctx.elicit(
+            question,
+            {
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "description": "Approve?"}},
+                "required": ["approve"],
+            },
+        )
+        if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+            return f"approved: {question}"
+        return f"declined: {question}"
+
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -88,9 +96,10 @@ def main(argv: list[str] | None = None) -> None:
         if serve_ws is None:
             parser.error("this build has no WebSocket transport")
         tokens = {args.token: "token-user"} if args.token else None
+        app = build_app()
         trio.run(lambda: serve_ws(app, host or "127.0.0.1", int(port), tokens=tokens))
     else:
-        trio.run(trio_mcp.serve_stdio, app)
+        trio.run(trio_mcp.serve_stdio, build_app())
 
 
 if __name__ == "__main__":

@@ -165,8 +165,7 @@ class App:
         tasks: dict[str, Any] | None = None
         if self.host_tasks and self.task_tools():
             tasks = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        return ServerCapabilities(tools={"listChanged": False} if self.tools else None,
-                                  tasks=tasks)
+        return ServerCapabilities(tools={"listChanged": False} if self.tools else None, tasks=tasks)
 
     def client_capabilities(self) -> ClientCapabilities:
         """The capabilities this App declares when it is the client."""

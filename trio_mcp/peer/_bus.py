@@ -73,8 +73,9 @@ def open_bus(
     return bus, BusEnds(in_send, out_recv)
 
 
-async def _pump(source: trio.MemoryReceiveChannel[Message],
-                sink: trio.MemorySendChannel[Incoming]) -> None:
+async def _pump(
+    source: trio.MemoryReceiveChannel[Message], sink: trio.MemorySendChannel[Incoming]
+) -> None:
     # Messages cross as JSON, as they would on a real wire: the other side
     # sees exactly the bytes a real transport would carry.
     async with source, sink:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
-from .._errors import LocalUsageError
+from .._errors import ConnectionClosed, LocalUsageError
 from ._convert import converter, to_wire
 from ._handle import TaskHandle
 from ._types import (
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ._router import Peer
 
 log = logging.getLogger("trio_mcp.peer")
+T = TypeVar("T")
 
 
 @final
@@ -80,10 +82,13 @@ class RequestContext:
         if token is None:
             return
         params = to_wire(ProgressParams(token, progress, total, message))
-        peer: Peer | None = self.peer
-        if self._task is not None:
-            params["_meta"] = related_task_meta(self._task.task_id)
-            peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
+        if self._task is None:
+            # Sent in line, so it always precedes the request's response.
+            with contextlib.suppress(ConnectionClosed):
+                await self.peer.notify("notifications/progress", params)
+            return
+        params["_meta"] = related_task_meta(self._task.task_id)
+        peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
         if peer is not None:
             peer.notify_soon("notifications/progress", params)
 
@@ -163,9 +168,13 @@ class RequestContext:
         )
 
     async def _request_maybe_task(
-        self, method: str, params: dict[str, Any], result_type: type[Any], as_task: bool,
+        self,
+        method: str,
+        params: dict[str, Any],
+        result_type: type[T],
+        as_task: bool,
         ttl: int | None,
-    ) -> Any:
+    ) -> T:
         use_task = as_task and task_capability(self.peer.remote_client_capabilities, method)
         if use_task:
             params["task"] = {} if ttl is None else {"ttl": ttl}
@@ -175,7 +184,8 @@ class RequestContext:
             log.debug("%s hosted by the client as task %s", method, handle.task_id)
             await handle.wait()
             return await handle.result()
-        return converter.structure(raw, result_type)
+        result: T = converter.structure(raw, result_type)
+        return result
 
 
 __all__ = ["RequestContext", "TaskHandle"]

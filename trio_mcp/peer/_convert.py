@@ -112,7 +112,7 @@ converter.register_unstructure_hook_factory(_is_dict, lambda _: lambda value: va
 def _make_unstructure(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
     fields = attrs.fields(cls)
     has_extra = any(a.name == _EXTRA for a in fields)
-    overrides = {
+    overrides: dict[str, Any] = {
         a.name: override(
             rename=wire_name(a.name),
             omit=a.name == _EXTRA,
@@ -136,7 +136,7 @@ def _make_unstructure(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
 def _make_structure(cls: type[Any]) -> Callable[[Any, Any], Any]:
     fields = attrs.fields(cls)
     has_extra = any(a.name == _EXTRA for a in fields)
-    overrides = {
+    overrides: dict[str, Any] = {
         a.name: override(rename="\x00extra" if a.name == _EXTRA else wire_name(a.name))
         for a in fields
     }
@@ -164,6 +164,12 @@ converter.register_structure_hook_factory(_is_ours, _make_structure)
 def to_wire(obj: Any) -> Any:
     """Unstructure an MCP value (or a plain JSON value) into wire JSON."""
     return converter.unstructure(obj)
+
+
+def wire_object(obj: Any) -> dict[str, Any]:
+    """Unstructure an MCP attrs object into its wire JSON object."""
+    out: dict[str, Any] = converter.unstructure(obj)
+    return out
 
 
 def from_wire(data: Any, cls: type[T]) -> T:

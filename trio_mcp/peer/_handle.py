@@ -56,15 +56,12 @@ class TaskHandle(Generic[R]):
 
     def _observe(self, task: Task) -> None:
         old = self.task.status
-        if task.status != old and (old, task.status) not in _OBSERVABLE:
-            # Polling can skip states (working -> input_required -> working
-            # between two polls), so only a move out of a terminal state is
-            # impossible.
-            if old.is_terminal:
-                raise RemoteProtocolError(
-                    f"task {self.task_id} moved from terminal {old.value!r} to "
-                    f"{task.status.value!r}"
-                )
+        # Polling can skip states (working -> input_required -> working between
+        # two polls), so the one impossible observation is leaving a terminal.
+        if task.status != old and (old, task.status) not in _OBSERVABLE and old.is_terminal:
+            raise RemoteProtocolError(
+                f"task {self.task_id} moved from terminal {old.value!r} to {task.status.value!r}"
+            )
         self.task = task
         if task.status.is_terminal:
             self._release()
@@ -97,7 +94,7 @@ class TaskHandle(Generic[R]):
 
     async def _fetch_result(self) -> R:
         raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
-        if self.result_type is dict:  # type: ignore[comparison-overlap]
+        if self.result_type is dict:
             return raw  # type: ignore[return-value]
         try:
             return converter.structure(raw, self.result_type)

@@ -108,7 +108,7 @@ Incoming: TypeAlias = Message | Undecodable
 
 
 def _valid_id(value: Any) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def parse_message(obj: Any) -> Incoming:
@@ -128,28 +128,33 @@ def parse_message(obj: Any) -> Incoming:
     raw_id = obj.get("id")
     id_ok = _valid_id(raw_id)
     if obj.get("jsonrpc") != _JSONRPC:
-        return Undecodable(INVALID_REQUEST, 'missing or wrong "jsonrpc" member (must be "2.0")',
-                           raw_id if id_ok else None)
+        return Undecodable(
+            INVALID_REQUEST,
+            'missing or wrong "jsonrpc" member (must be "2.0")',
+            raw_id if id_ok else None,
+        )
     method = obj.get("method")
     if method is not None:
         if not isinstance(method, str):
-            return Undecodable(INVALID_REQUEST, '"method" must be a string',
-                               raw_id if id_ok else None)
+            return Undecodable(
+                INVALID_REQUEST, '"method" must be a string', raw_id if id_ok else None
+            )
         params = obj.get("params")
         if params is not None and not isinstance(params, dict):
             # MCP params are always objects; positional params are not used.
-            return Undecodable(INVALID_REQUEST, '"params" must be an object',
-                               raw_id if id_ok else None)
+            return Undecodable(
+                INVALID_REQUEST, '"params" must be an object', raw_id if id_ok else None
+            )
         if "id" in obj:
             if not id_ok:
                 return Undecodable(INVALID_REQUEST, '"id" must be a string or an integer')
-            return Request(raw_id, method, params)
+            return Request(raw_id, method, params)  # type: ignore[arg-type]
         return Notification(method, params)
     if "result" in obj:
         result = obj["result"]
         if not id_ok or not isinstance(result, dict):
             return Undecodable(INVALID_REQUEST, "malformed response")
-        return Response(raw_id, result)
+        return Response(raw_id, result)  # type: ignore[arg-type]
     if "error" in obj:
         err = obj["error"]
         if not isinstance(err, dict) or not isinstance(err.get("code"), int):
@@ -159,8 +164,9 @@ def parse_message(obj: Any) -> Incoming:
             raw_id if id_ok else None,
             ErrorData(err["code"], message if isinstance(message, str) else "", err.get("data")),
         )
-    return Undecodable(INVALID_REQUEST, "not a request, notification or response",
-                       raw_id if id_ok else None)
+    return Undecodable(
+        INVALID_REQUEST, "not a request, notification or response", raw_id if id_ok else None
+    )
 
 
 def decode_message(data: bytes | str) -> Incoming:
@@ -220,6 +226,12 @@ def encode_for_wire(msg: Message) -> bytes | None:
         return encode_message(msg)
     except (TypeError, ValueError, RecursionError):
         if isinstance(msg, Response | ErrorResponse):
-            return encode_message(ErrorResponse(msg.id, ErrorData(
-                INTERNAL_ERROR, "Internal error: the result could not be encoded as JSON")))
+            return encode_message(
+                ErrorResponse(
+                    msg.id,
+                    ErrorData(
+                        INTERNAL_ERROR, "Internal error: the result could not be encoded as JSON"
+                    ),
+                )
+            )
         return None

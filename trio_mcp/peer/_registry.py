@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import heapq
+import hmac
 import logging
 import math
 import secrets
@@ -554,8 +554,9 @@ class TaskRegistry:
             heapq.heappush(self._expiry, (deadline, record.task_id))
             if self._expiry[0][1] == record.task_id:
                 self._reaper_wakeup.set()
-        audit.info("task created id=%s context=%s method=%s ttl=%s", record.task_id, owner,
-                   method, ttl)
+        audit.info(
+            "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
+        )
         await self._nursery.start(actor.run, work)
         return actor
 
@@ -569,8 +570,9 @@ class TaskRegistry:
             if record.status.is_terminal:
                 # The work finished in the same instant as a cancel: the task
                 # stays in its terminal status (spec: stays cancelled).
-                log.debug("task %s: %s ignored in %s", record.task_id, event.value,
-                          record.status.value)
+                log.debug(
+                    "task %s: %s ignored in %s", record.task_id, event.value, record.status.value
+                )
                 return False
             raise
         assert status is not None
@@ -655,8 +657,7 @@ class TaskRegistry:
                 await actor.done.wait()
                 nursery.cancel_scope.cancel()
             record = self.lookup(owner, task_id)
-        audit.info("task retrieved id=%s context=%s status=%s", task_id, owner,
-                   record.status.value)
+        audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)
         outcome = record.outcome
         if record.status is TaskStatus.CANCELLED or outcome is None:
             outcome = CANCELLED_RESULT
@@ -710,8 +711,10 @@ class TaskRegistry:
 
     def _read_cursor(self, owner: str, cursor: str) -> int:
         seq_text, _, mac = cursor.partition(".")
-        if seq_text.isdigit() and len(seq_text) < 20 and hmac.compare_digest(
-            mac, self._sign(owner, int(seq_text))
+        if (
+            seq_text.isdigit()
+            and len(seq_text) < 20
+            and hmac.compare_digest(mac, self._sign(owner, int(seq_text)))
         ):
             return int(seq_text)
         raise McpError(INVALID_PARAMS, "Invalid cursor")
@@ -731,8 +734,9 @@ class TaskRegistry:
             actor.scope.cancel()
             actor.done.set()
         self.store.delete(task_id)
-        audit.info("task expired id=%s context=%s status=%s", task_id, record.owner,
-                   record.status.value)
+        audit.info(
+            "task expired id=%s context=%s status=%s", task_id, record.owner, record.status.value
+        )
 
     def _reap_now(self) -> None:
         now = trio.current_time()
@@ -774,4 +778,3 @@ def _failure_message(result: dict[str, Any]) -> str:
     ]
     detail = " ".join(texts).strip()[:500]
     return f"Tool execution failed: {detail}" if detail else "Tool execution failed"
-

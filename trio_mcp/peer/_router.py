@@ -17,6 +17,7 @@ each other's full queues. When the bus ends, every waiter wakes at once with
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import logging
@@ -42,7 +43,7 @@ from .._util import unwrap_group
 from ._app import App
 from ._bus import MessageBus
 from ._context import RequestContext
-from ._convert import converter, from_wire, to_wire
+from ._convert import converter, from_wire, to_wire, wire_object
 from ._handle import TaskHandle
 from ._jsonrpc import (
     ErrorData,
@@ -52,11 +53,13 @@ from ._jsonrpc import (
     Request,
     Response,
     Undecodable,
+    message_to_json,
 )
 from ._registry import TaskActor
 from ._tools import ToolSpec, check_arguments, to_call_tool_result
 from ._types import (
     LATEST_PROTOCOL_VERSION,
+    MODEL_IMMEDIATE_RESPONSE_META,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallToolParams,
     CallToolResult,
@@ -71,7 +74,6 @@ from ._types import (
     InitializeResult,
     ListTasksResult,
     ListToolsResult,
-    MODEL_IMMEDIATE_RESPONSE_META,
     PaginatedParams,
     ProgressParams,
     ServerCapabilities,
@@ -88,6 +90,12 @@ log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
 ProgressCallback = Callable[[ProgressParams], None]
 Handler = Callable[[Request], Awaitable[Any]]
+
+#: Callables told of every message a peer sends or receives, as
+#: ``(direction, json, method)`` where direction is "sent" or "received" and
+#: method is the request's method (also for responses). For tests and tracing;
+#: empty by default, and then free.
+message_observers: list[Callable[[str, dict[str, Any], str | None], None]] = []
 
 #: Tools per ``tools/list`` page.
 TOOLS_PAGE_SIZE: Final = 100
@@ -164,9 +172,7 @@ class Peer:
     _handlers: dict[str, Handler] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._notes_send, self._notes_recv = trio.open_memory_channel[Message](
-            NOTIFICATION_QUEUE
-        )
+        self._notes_send, self._notes_recv = trio.open_memory_channel[Message](NOTIFICATION_QUEUE)
         self._handlers = {
             "initialize": self._on_initialize,
             "ping": self._on_ping,
@@ -274,6 +280,8 @@ class Peer:
         task_status.started()
         try:
             async for item in self.bus.incoming:
+                if message_observers and not isinstance(item, Undecodable):
+                    self._observe("received", item)
                 match item:
                     case Request():
                         self._on_request(item)
@@ -294,12 +302,26 @@ class Peer:
 
     async def _pump_notifications(self) -> None:
         async for msg in self._notes_recv:
+            if message_observers:
+                self._observe("sent", msg)
             try:
                 await self.bus.outgoing.send(msg)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 return
 
-    async def _send(self, msg: Message) -> None:
+    def _observe(self, direction: str, msg: Message, method: str | None = None) -> None:
+        if method is None:
+            if isinstance(msg, Request | Notification):
+                method = msg.method
+            elif msg.id is not None and msg.id in self._pending:
+                method = self._pending[msg.id].method
+        wire = message_to_json(msg)
+        for observer in message_observers:
+            observer(direction, wire, method)
+
+    async def _send(self, msg: Message, method: str | None = None) -> None:
+        if message_observers:
+            self._observe("sent", msg, method)
         if self._closed:
             raise ConnectionClosed("the connection is closed")
         try:
@@ -312,10 +334,8 @@ class Peer:
             self._nursery.start_soon(self._send_quietly, msg)
 
     async def _send_quietly(self, msg: Message) -> None:
-        try:
+        with contextlib.suppress(ConnectionClosed):
             await self._send(msg)
-        except ConnectionClosed:
-            pass
 
     def notify_soon(self, method: str, params: Any = None) -> None:
         """Queue a notification without waiting (ordered with other queued ones).
@@ -327,11 +347,26 @@ class Peer:
         if self._closed:
             return
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
+        msg = Notification(method, wire)
+        if self._notes_send.statistics().current_buffer_used == 0:
+            # Nothing queued: go straight onto the bus, in order with the
+            # responses sent meanwhile.
+            try:
+                self.bus.outgoing.send_nowait(msg)
+            except trio.WouldBlock:
+                pass
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+            else:
+                if message_observers:
+                    self._observe("sent", msg)
+                return
         try:
-            self._notes_send.send_nowait(Notification(method, wire))
+            self._notes_send.send_nowait(msg)
         except trio.WouldBlock:
-            log.warning("connection %d: notification queue full, dropped %s",
-                        self.connection_id, method)
+            log.warning(
+                "connection %d: notification queue full, dropped %s", self.connection_id, method
+            )
         except trio.ClosedResourceError:
             pass
 
@@ -348,17 +383,32 @@ class Peer:
 
     def _on_request(self, req: Request) -> None:
         if req.id in self._inflight:
-            self._reply_soon(ErrorResponse(req.id, ErrorData(
-                INVALID_REQUEST, "Invalid request: this id is already in use by a request")))
+            self._reply_soon(
+                ErrorResponse(
+                    req.id,
+                    ErrorData(
+                        INVALID_REQUEST, "Invalid request: this id is already in use by a request"
+                    ),
+                )
+            )
             return
         handler = self._handlers.get(req.method)
         if handler is None:
-            self._reply_soon(ErrorResponse(req.id, ErrorData(
-                METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")))
+            self._reply_soon(
+                ErrorResponse(
+                    req.id, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
+                )
+            )
             return
         if req.method not in ("initialize", "ping") and not self._handshake_done():
-            self._reply_soon(ErrorResponse(req.id, ErrorData(
-                INVALID_REQUEST, "Invalid request: the session is not initialized yet")))
+            self._reply_soon(
+                ErrorResponse(
+                    req.id,
+                    ErrorData(
+                        INVALID_REQUEST, "Invalid request: the session is not initialized yet"
+                    ),
+                )
+            )
             return
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
@@ -384,13 +434,16 @@ class Peer:
                 reply = ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
             else:
                 if isinstance(out, _Reply):
-                    out, after_send = out.result, out.after_send
-                reply = Response(req.id, out if isinstance(out, dict) else to_wire(out))
+                    after_send = out.after_send
+                    result = out.result
+                else:
+                    result = out if isinstance(out, dict) else wire_object(out)
+                reply = Response(req.id, result)
         del self._inflight[req.id]
         try:
             if reply is not None and not scope.cancelled_caught:
                 # A request the peer cancelled is never answered.
-                await self._send(reply)
+                await self._send(reply, req.method)
         except ConnectionClosed:
             pass
         finally:
@@ -407,10 +460,13 @@ class Peer:
                     self._ready.set()
             case "notifications/cancelled":
                 request_id = params.get("requestId")
-                scope = self._inflight.get(request_id) if isinstance(request_id, str | int) else None
+                scope = (
+                    self._inflight.get(request_id) if isinstance(request_id, str | int) else None
+                )
                 if scope is not None and request_id != self._initialize_id:
-                    log.debug("request %r cancelled by the peer: %s", request_id,
-                              params.get("reason"))
+                    log.debug(
+                        "request %r cancelled by the peer: %s", request_id, params.get("reason")
+                    )
                     scope.cancel()
             case "notifications/progress":
                 token = params.get("progressToken")
@@ -449,8 +505,9 @@ class Peer:
         pending = self._pending.get(msg.id) if msg.id is not None else None
         if pending is None:
             if isinstance(msg, ErrorResponse):
-                log.warning("the peer reported an error: [%d] %s", msg.error.code,
-                            msg.error.message[:200])
+                log.warning(
+                    "the peer reported an error: [%d] %s", msg.error.code, msg.error.message[:200]
+                )
             else:
                 log.debug("response to unknown id %r ignored", msg.id)
             return
@@ -510,9 +567,12 @@ class Peer:
         except trio.Cancelled:
             if pending.outcome is None and not self._closed and method != "initialize":
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    await self._send_quietly(Notification(
-                        "notifications/cancelled",
-                        {"requestId": request_id, "reason": "cancelled by the caller"}))
+                    await self._send_quietly(
+                        Notification(
+                            "notifications/cancelled",
+                            {"requestId": request_id, "reason": "cancelled by the caller"},
+                        )
+                    )
             raise
         finally:
             del self._pending[request_id]
@@ -549,7 +609,7 @@ class Peer:
         """
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         raw = await self.request_raw(method, wire, progress=progress)
-        if result_type is dict:  # type: ignore[comparison-overlap]
+        if result_type is dict:
             return raw  # type: ignore[return-value]
         try:
             return converter.structure(raw, result_type)
@@ -592,8 +652,9 @@ class Peer:
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         """One page of the server's tools (``tools/list``)."""
-        result = await self.request("tools/list", PaginatedParams(cursor) if cursor else None,
-                                    ListToolsResult)
+        result = await self.request(
+            "tools/list", PaginatedParams(cursor) if cursor else None, ListToolsResult
+        )
         for tool in result.tools:
             self._tool_cache[tool.name] = tool
         return result
@@ -679,9 +740,7 @@ class Peer:
         handle.progress_token = token
         return handle
 
-    def handle_from_create_result(
-        self, raw: dict[str, Any], result_type: type[T]
-    ) -> TaskHandle[T]:
+    def handle_from_create_result(self, raw: dict[str, Any], result_type: type[T]) -> TaskHandle[T]:
         """Wrap a raw ``CreateTaskResult`` from this peer in a :class:`TaskHandle`.
 
         Raises:
@@ -794,15 +853,19 @@ class Peer:
         support = spec.tool.task_support
         if self._hosts("tools/call"):
             if params.task is not None and support == "forbidden":
-                raise McpError(METHOD_NOT_FOUND,
-                               f"Tool {spec.tool.name!r} does not support task-augmented calls")
+                raise McpError(
+                    METHOD_NOT_FOUND,
+                    f"Tool {spec.tool.name!r} does not support task-augmented calls",
+                )
             if params.task is None and support == "required":
-                raise McpError(METHOD_NOT_FOUND,
-                               f"Tool {spec.tool.name!r} requires task-augmented execution")
+                raise McpError(
+                    METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
+                )
             if params.task is not None:
+
                 async def work(actor: TaskActor) -> dict[str, Any]:
                     ctx = RequestContext(self, req.id, params.meta, actor)
-                    return to_wire(await self._run_tool(spec, params.arguments, ctx))
+                    return wire_object(await self._run_tool(spec, params.arguments, ctx))
 
                 immediate = self.app.immediate_response(spec.tool.name)
                 meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
@@ -862,9 +925,11 @@ class Peer:
             raise McpError(METHOD_NOT_FOUND, "Method not found: sampling/createMessage")
         params = from_wire(req.params or {}, CreateMessageParams)
         if params.task is not None and self._hosts(req.method):
+
             async def work(actor: TaskActor) -> dict[str, Any]:
-                return to_wire(await handler(RequestContext(self, req.id, params.meta, actor),
-                                             params))
+                return wire_object(
+                    await handler(RequestContext(self, req.id, params.meta, actor), params)
+                )
 
             return await self._create_task(req, params.task, params.meta, work)
         return await handler(RequestContext(self, req.id, params.meta), params)
@@ -875,9 +940,11 @@ class Peer:
             raise McpError(METHOD_NOT_FOUND, "Method not found: elicitation/create")
         params = from_wire(req.params or {}, ElicitParams)
         if params.task is not None and self._hosts(req.method):
+
             async def work(actor: TaskActor) -> dict[str, Any]:
-                return to_wire(await handler(RequestContext(self, req.id, params.meta, actor),
-                                             params))
+                return wire_object(
+                    await handler(RequestContext(self, req.id, params.meta, actor), params)
+                )
 
             return await self._create_task(req, params.task, params.meta, work)
         return await handler(RequestContext(self, req.id, params.meta), params)
@@ -938,4 +1005,3 @@ async def open_peer(
             finally:
                 await peer.aclose()
                 nursery.cancel_scope.cancel()
-

@@ -33,7 +33,7 @@ class TaskEvent(enum.Enum):
     EXPIRE = "expire"
 
 
-class IllegalTransition(Exception):  # noqa: N818 - reads better at the call site
+class IllegalTransition(Exception):
     """The event has no edge out of the current status (a bug, or a lost race)."""
 
     def __init__(self, status: TaskStatus | None, event: TaskEvent) -> None:

@@ -66,9 +66,9 @@ class ToolSpec:
     params: tuple[str, ...]
 
 
-def _schema_from_signature(fn: ToolFunction, context_type: type[Any]) -> tuple[
-    dict[str, Any], str | None, tuple[str, ...]
-]:
+def _schema_from_signature(
+    fn: ToolFunction, context_type: type[Any]
+) -> tuple[dict[str, Any], str | None, tuple[str, ...]]:
     sig = inspect.signature(fn)
     hints = typing.get_type_hints(fn)
     properties: dict[str, Any] = {}

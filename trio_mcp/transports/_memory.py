@@ -32,9 +32,7 @@ async def open_memory_pair(
             authenticated transport would.
     """
     client_app = client_app if client_app is not None else App("trio-mcp-client")
-    client_bus, server_bus, client_ends, server_ends = memory_bus_pair(
-        context_b=client_context
-    )
+    client_bus, server_bus, client_ends, server_ends = memory_bus_pair(context_b=client_context)
     with unwrap_group():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_memory_link, client_ends, server_ends)

@@ -69,13 +69,16 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
         try:
             while True:
                 data = await receive.receive_some(_READ_SIZE)
-                items = list(buffer.feed(data)) if data else list(buffer.close())
+                items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
                 for item in items:
                     if isinstance(item, LineTooLong):
                         log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
-                        await to_peer.send(Undecodable(
-                            INVALID_REQUEST,
-                            f"Invalid request: message exceeds the {max_line}-byte limit"))
+                        await to_peer.send(
+                            Undecodable(
+                                INVALID_REQUEST,
+                                f"Invalid request: message exceeds the {max_line}-byte limit",
+                            )
+                        )
                     else:
                         await to_peer.send(decode_message(item))
                 if not data:
@@ -147,9 +150,7 @@ async def open_stdio_client(
             )
             assert proc.stdin is not None and proc.stdout is not None
             bus, ends = open_bus(info={"transport": "stdio", "pid": proc.pid})
-            nursery.start_soon(
-                _run_and_reap, proc, ends, max_line
-            )
+            nursery.start_soon(_run_and_reap, proc, ends, max_line)
             try:
                 async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
                     yield peer
@@ -213,8 +214,9 @@ async def serve_stdio(
     try:
         with unwrap_group():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_serve_streams, receive, send, ends, max_line,
-                                   nursery.cancel_scope)
+                nursery.start_soon(
+                    _serve_streams, receive, send, ends, max_line, nursery.cancel_scope
+                )
                 peer = Peer(app, bus, Role.SERVER)
                 await nursery.start(peer.run)
                 task_status.started(peer)
@@ -225,8 +227,13 @@ async def serve_stdio(
             os.close(saved_stdout)
 
 
-async def _serve_streams(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream,
-                         ends: BusEnds, max_line: int, scope: trio.CancelScope) -> None:
+async def _serve_streams(
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    ends: BusEnds,
+    max_line: int,
+    scope: trio.CancelScope,
+) -> None:
     await run_stream_transport(receive, send, ends, max_line=max_line)
     scope.cancel()
 

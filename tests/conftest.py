@@ -1,0 +1,46 @@
+"""Shared fixtures: the transport parameter and the schema recorder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from trio_mcp.peer import _router
+
+from .helpers import SCHEMA_PATH, TRANSPORTS
+
+#: Every message a trio_mcp peer sent or received during this test session,
+#: as (direction, json, method); validated by tests/test_schema.py.
+RECORDED: list[tuple[str, dict[str, Any], str | None]] = []
+
+
+def _record(direction: str, wire: dict[str, Any], method: str | None) -> None:
+    # Copy now: dicts may be reused by the caller later.
+    RECORDED.append((direction, json.loads(json.dumps(wire)), method))
+
+
+@pytest.fixture(autouse=True)
+def record_messages() -> Iterator[None]:
+    """Record every message of every test, for the schema check."""
+    _router.message_observers.append(_record)
+    try:
+        yield
+    finally:
+        _router.message_observers.remove(_record)
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """Each transport in turn: memory, stdio, ws."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def schema() -> dict[str, Any]:
+    """The official MCP 2025-11-25 JSON Schema."""
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        data: dict[str, Any] = json.load(f)
+    return data

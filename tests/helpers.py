@@ -1,0 +1,110 @@
+"""Test helpers: connect a trio_mcp client to the example server over any transport.
+
+``connect(kind, client_app)`` yields a client :class:`trio_mcp.Peer` talking to
+``examples/task_server.py``'s tools:
+
+* ``memory``: both peers in this process, joined by the in-memory bus pair;
+* ``stdio``: the example server as a real subprocess over its stdin/stdout;
+* ``ws``: a real WebSocket server on 127.0.0.1 in this process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import trio_mcp
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TASK_SERVER = EXAMPLES / "task_server.py"
+SCHEMA_PATH = ROOT.parent / "shared" / "spec" / "schema-2025-11-25.json"
+TRANSPORTS = ("memory", "stdio", "ws")
+_SEEN: weakref.WeakKeyDictionary[trio_mcp.App, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def load_example(name: str) -> Any:
+    """Import ``examples/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def example_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
+    """A fresh App with the example server's tools."""
+    app: trio_mcp.App = load_example("task_server").build_app(limits)
+    return app
+
+
+def client_app(
+    *,
+    sampling_text: str = "sampled text",
+    elicit_content: dict[str, Any] | None = None,
+    host_tasks: bool = True,
+) -> trio_mcp.App:
+    """A client App that answers sampling and elicitation automatically."""
+    app = trio_mcp.App("test-client", "1.0", host_tasks=host_tasks)
+    seen: list[Any] = []
+
+    @app.on_sampling
+    async def sample(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.CreateMessageParams
+    ) -> trio_mcp.CreateMessageResult:
+        seen.append(("sampling", ctx.task_id, params))
+        return trio_mcp.CreateMessageResult(
+            role="assistant", content={"type": "text", "text": sampling_text}, model="test-model"
+        )
+
+    @app.on_elicitation
+    async def elicit(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.ElicitParams
+    ) -> trio_mcp.ElicitResult:
+        seen.append(("elicitation", ctx.task_id, params))
+        return trio_mcp.ElicitResult(
+            action="accept", content=elicit_content if elicit_content is not None else {"approve": True}
+        )
+
+    _SEEN[app] = seen
+    return app
+
+
+def seen_by(app: trio_mcp.App) -> list[Any]:
+    """What the handlers of a :func:`client_app` were asked: (kind, task_id, params)."""
+    return _SEEN[app]
+
+
+@asynccontextmanager
+async def connect(
+    kind: str,
+    client: trio_mcp.App | None = None,
+    *,
+    server: trio_mcp.App | None = None,
+) -> AsyncIterator[trio_mcp.Peer]:
+    """Yield a client peer connected to the example server over ``kind``."""
+    client = client if client is not None else client_app()
+    if kind == "memory":
+        async with trio_mcp.open_memory_pair(server or example_app(), client) as (peer, _):
+            yield peer
+    elif kind == "stdio":
+        async with trio_mcp.open_stdio_client([sys.executable, str(TASK_SERVER)], client) as peer:
+            yield peer
+    elif kind == "ws":
+        app = server or example_app()
+        async with trio.open_nursery() as nursery:
+            listener = await nursery.start(partial(trio_mcp.serve_websocket, app, "127.0.0.1", 0))
+            url = f"ws://127.0.0.1:{listener.port}/"
+            async with trio_mcp.open_websocket_client(url, client) as peer:
+                yield peer
+            nursery.cancel_scope.cancel()
+    else:  # pragma: no cover
+        raise ValueError(kind)

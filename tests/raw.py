@@ -1,0 +1,190 @@
+"""A raw-wire client: send exact bytes to the example server, read its JSON back.
+
+Used to pin what the peer does with input our own client would never send.
+``open_raw(kind)`` works over memory (the server peer on an in-memory bus,
+lines decoded exactly as a transport would), stdio (a real subprocess) and
+ws (a real WebSocket on loopback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import trio
+
+import trio_mcp
+from trio_mcp.peer._bus import open_bus
+from trio_mcp.peer._jsonrpc import decode_message, message_to_json
+from trio_mcp.transports._framing import LineBuffer, LineTooLong
+
+from .helpers import TASK_SERVER, example_app
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {"form": {}}, "sampling": {}},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+class RawConnection:
+    """Send raw lines, receive parsed JSON objects."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+
+    async def send_line(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def _receive(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def send(self, obj: Any) -> None:
+        """Send one JSON value as one message."""
+        await self.send_line(json.dumps(obj).encode())
+
+    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+        """The next message from the server."""
+        with trio.fail_after(timeout):
+            msg = await self._receive()
+        self.received.append(msg)
+        return msg
+
+    async def recv_response(self, request_id: Any, timeout: float = 10) -> dict[str, Any]:
+        """Skip notifications and other traffic until the answer to ``request_id``."""
+        while True:
+            msg = await self.recv(timeout)
+            if "method" not in msg and msg.get("id") == request_id:
+                return msg
+
+    async def request(self, request_id: Any, method: str, params: Any = None) -> dict[str, Any]:
+        """Send a request and wait for its response."""
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        await self.send(msg)
+        return await self.recv_response(request_id)
+
+    async def initialize(self, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Do the handshake by hand; return the InitializeResult."""
+        init = json.loads(json.dumps(INIT))
+        if capabilities is not None:
+            init["params"]["capabilities"] = capabilities
+        await self.send(init)
+        response = await self.recv_response("init")
+        await self.send(INITIALIZED)
+        result: dict[str, Any] = response["result"]
+        return result
+
+    async def ping_ok(self, request_id: Any = "ping") -> bool:
+        """True when a ping is answered with an empty result."""
+        response = await self.request(request_id, "ping")
+        return response.get("result") == {}
+
+
+class _MemoryRaw(RawConnection):
+    def __init__(self, ends: Any) -> None:
+        super().__init__()
+        self.ends = ends
+        self.buffer = LineBuffer(1024 * 1024)
+
+    async def send_line(self, data: bytes) -> None:
+        for item in self.buffer.feed(data + b"\n"):
+            if isinstance(item, LineTooLong):
+                await self.ends.to_peer.send(trio_mcp.Undecodable(
+                    trio_mcp.INVALID_REQUEST, "Invalid request: message too long"))
+            else:
+                await self.ends.to_peer.send(decode_message(item))
+
+    async def _receive(self) -> dict[str, Any]:
+        msg = await self.ends.from_peer.receive()
+        out: dict[str, Any] = json.loads(json.dumps(message_to_json(msg)))
+        return out
+
+
+class _StdioRaw(RawConnection):
+    def __init__(self, proc: trio.Process) -> None:
+        super().__init__()
+        self.proc = proc
+        self.buffer = LineBuffer(64 * 1024 * 1024)
+        self.pending: list[bytes] = []
+
+    async def send_line(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(data + b"\n")
+
+    async def _receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while not self.pending:
+            data = await self.proc.stdout.receive_some(65536)
+            if not data:
+                raise EOFError("server closed stdout")
+            self.pending.extend(x for x in self.buffer.feed(bytes(data))
+                                if isinstance(x, bytes))
+        out: dict[str, Any] = json.loads(self.pending.pop(0))
+        return out
+
+
+class _WsRaw(RawConnection):
+    def __init__(self, ws: Any) -> None:
+        super().__init__()
+        self.ws = ws
+
+    async def send_line(self, data: bytes) -> None:
+        await self.ws.send_message(data.decode("utf-8", errors="surrogateescape")
+                                   if b"\xff" not in data else data)
+
+    async def _receive(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(await self.ws.get_message())
+        return out
+
+
+@asynccontextmanager
+async def open_raw(kind: str, app: trio_mcp.App | None = None) -> AsyncIterator[RawConnection]:
+    """A raw connection to the example server (or ``app``) over ``kind``."""
+    app = app or example_app()
+    if kind == "memory":
+        bus, ends = open_bus(info={"transport": "memory"})
+        async with trio.open_nursery() as nursery:
+            peer = trio_mcp.Peer(app, bus, trio_mcp.Role.SERVER)
+            await nursery.start(peer.run)
+            yield _MemoryRaw(ends)
+            nursery.cancel_scope.cancel()
+    elif kind == "stdio":
+        import subprocess
+
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        try:
+            yield _StdioRaw(proc)
+        finally:
+            with trio.CancelScope(shield=True):
+                assert proc.stdin is not None
+                await proc.stdin.aclose()
+                with trio.move_on_after(5):
+                    await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    elif kind == "ws":
+        from trio_websocket import open_websocket_url
+
+        async with trio.open_nursery() as nursery:
+            listener = await nursery.start(partial(trio_mcp.serve_websocket, app, "127.0.0.1", 0))
+            async with open_websocket_url(f"ws://127.0.0.1:{listener.port}/",
+                                          subprotocols=["mcp"]) as ws:
+                yield _WsRaw(ws)
+            nursery.cancel_scope.cancel()
+    else:  # pragma: no cover
+        raise ValueError(kind)

@@ -1,0 +1,200 @@
+"""Sans-IO units: the JSON-RPC codec, the converter, NDJSON framing, the state table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import trio_mcp
+from trio_mcp.peer._convert import from_wire, to_wire
+from trio_mcp.peer._jsonrpc import (
+    ErrorData,
+    ErrorResponse,
+    Notification,
+    Request,
+    Response,
+    Undecodable,
+    decode_message,
+    encode_for_wire,
+    encode_message,
+)
+from trio_mcp.peer._state import TRANSITIONS, IllegalTransition, TaskEvent, next_status
+from trio_mcp.peer._types import CallToolParams, InitializeParams, Task, TaskStatus, Tool
+from trio_mcp.transports._framing import LineBuffer, LineTooLong
+
+# --- JSON-RPC envelopes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', Request(1, "ping")),
+        (b'{"jsonrpc":"2.0","id":"a","method":"x","params":{}}', Request("a", "x", {})),
+        (b'{"jsonrpc":"2.0","method":"n"}', Notification("n")),
+        (b'{"jsonrpc":"2.0","id":2,"result":{}}', Response(2, {})),
+        (
+            b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}',
+            ErrorResponse(3, ErrorData(-1, "m")),
+        ),
+    ],
+)
+def test_jsonrpc_decode_classifies_by_keys(raw: bytes, expected: Any) -> None:
+    assert decode_message(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{not json", trio_mcp.PARSE_ERROR),
+        (b"\xff\xfe", trio_mcp.PARSE_ERROR),
+        (b"NaN", trio_mcp.PARSE_ERROR),
+        (b"[1,2]", trio_mcp.INVALID_REQUEST),
+        (b'"text"', trio_mcp.INVALID_REQUEST),
+        (b'{"id":1,"method":"ping"}', trio_mcp.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', trio_mcp.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', trio_mcp.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":1,"method":3}', trio_mcp.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}', trio_mcp.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":1}', trio_mcp.INVALID_REQUEST),
+        (b"[" * 100_000, trio_mcp.PARSE_ERROR),
+    ],
+)
+def test_jsonrpc_decode_marks_bad_input_undecodable(raw: bytes, code: int) -> None:
+    item = decode_message(raw)
+    assert isinstance(item, Undecodable)
+    assert item.code == code
+
+
+def test_jsonrpc_invalid_request_keeps_a_readable_id() -> None:
+    item = decode_message(b'{"jsonrpc":"1.0","id":7,"method":"ping"}')
+    assert isinstance(item, Undecodable) and item.id == 7
+
+
+def test_jsonrpc_encode_always_writes_jsonrpc_and_null_id() -> None:
+    out = json.loads(encode_message(ErrorResponse(None, ErrorData(-32700, "Parse error"))))
+    assert out == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    out = json.loads(encode_message(Notification("notifications/initialized")))
+    assert out == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def test_jsonrpc_unencodable_result_becomes_internal_error() -> None:
+    data = encode_for_wire(Response(5, {"x": float("nan")}))
+    assert data is not None
+    out = json.loads(data)
+    assert out["id"] == 5 and out["error"]["code"] == trio_mcp.INTERNAL_ERROR
+
+
+# --- the converter ------------------------------------------------------------------------
+
+
+def test_convert_camel_case_and_omits_absent_optionals() -> None:
+    task = Task("t", TaskStatus.WORKING, "2025-01-01T00:00:00Z", "2025-01-01T00:00:00Z", None,
+                poll_interval=500)
+    wire = to_wire(task)
+    assert wire == {
+        "taskId": "t",
+        "status": "working",
+        "createdAt": "2025-01-01T00:00:00Z",
+        "lastUpdatedAt": "2025-01-01T00:00:00Z",
+        "ttl": None,  # null means unlimited: never omitted
+        "pollInterval": 500,
+    }
+    assert from_wire(wire, Task) == task
+
+
+def test_convert_preserves_meta_and_unknown_fields() -> None:
+    wire = {
+        "name": "t",
+        "inputSchema": {"type": "object"},
+        "_meta": {"k": 1},
+        "futureField": {"nested": [1, 2]},
+    }
+    tool = from_wire(wire, Tool)
+    assert tool.meta == {"k": 1}
+    assert to_wire(tool) == wire
+
+
+def test_convert_is_strict_about_types() -> None:
+    with pytest.raises(trio_mcp.McpError) as info:
+        from_wire({"name": 5}, CallToolParams)
+    assert info.value.code == trio_mcp.INVALID_PARAMS
+    with pytest.raises(trio_mcp.McpError):
+        from_wire({"name": "x", "arguments": [1]}, CallToolParams)
+    with pytest.raises(trio_mcp.McpError):
+        from_wire({"protocolVersion": "x"}, InitializeParams)
+
+
+# --- NDJSON framing -----------------------------------------------------------------------
+
+
+@given(
+    messages=st.lists(st.binary(min_size=1, max_size=40).filter(lambda b: b"\n" not in b
+                                                                 and b.strip() != b""),
+                      max_size=20),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=30),
+)
+@settings(max_examples=200)
+def test_framing_any_split_yields_the_same_lines(messages: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(m + b"\n" for m in messages)
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    buffer = LineBuffer()
+    out: list[bytes | LineTooLong] = []
+    for a, b in zip(points, points[1:], strict=False):
+        out.extend(buffer.feed(stream[a:b]))
+    out.extend(buffer.close())
+    expected = [m[:-1] if m.endswith(b"\r") else m for m in messages]
+    assert out == [m for m in expected if m.strip()]
+
+
+def test_framing_eof_flushes_unterminated_line_and_rejects_long_lines() -> None:
+    buffer = LineBuffer(max_line=10)
+    assert list(buffer.feed(b'{"a":1}\n{"b"')) == [b'{"a":1}']
+    assert list(buffer.close()) == [b'{"b"']
+    buffer = LineBuffer(max_line=10)
+    out = list(buffer.feed(b"x" * 8))
+    out += list(buffer.feed(b"y" * 8))
+    out += list(buffer.feed(b"z\nok\n"))
+    assert len(out) == 2 and isinstance(out[0], LineTooLong) and out[0].size == 17
+    assert out[1] == b"ok"
+
+
+# --- the state table ----------------------------------------------------------------------
+
+_EVENTS = list(TaskEvent)
+
+
+def test_state_table_is_exactly_the_spec_edges() -> None:
+    W, IR = TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED
+    edges = {(src, dst) for (src, _), dst in TRANSITIONS.items()}
+    terminal = {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED}
+    assert edges == {(W, IR), (IR, W)} | {(s, t) for s in (W, IR) for t in terminal}
+
+
+@given(st.lists(st.sampled_from(_EVENTS), max_size=30))
+@settings(max_examples=500)
+def test_state_random_event_sequences_never_leave_a_terminal_state(
+    events: list[TaskEvent],
+) -> None:
+    status: TaskStatus | None = TaskStatus.WORKING
+    for event in events:
+        before = status
+        try:
+            status = next_status(status, event)
+        except IllegalTransition:
+            # Illegal: from a terminal (except expiry), from a deleted task,
+            # or input given while working.
+            assert (
+                before is None
+                or before.is_terminal
+                or (before is TaskStatus.WORKING and event is TaskEvent.INPUT_GIVEN)
+                or (before is TaskStatus.INPUT_REQUIRED and event is TaskEvent.NEED_INPUT)
+            )
+            continue
+        if before is not None and before.is_terminal:
+            assert event is TaskEvent.EXPIRE and status is None
+        if status is not None and before is not None:
+            assert (before, status) in {(s, d) for (s, _), d in TRANSITIONS.items()}

@@ -71,7 +71,8 @@ class TaskLimits:
     """Bounds on what the task registry accepts. All durations in milliseconds.
 
     Attributes:
-        default_ttl: TTL of a task whose request did not ask for one.
+        default_ttl: TTL of a task whose request did not ask for one
+            (``None``: unlimited, if ``max_ttl`` allows it).
         max_ttl: Largest TTL granted; a larger request is lowered to it.
             ``None`` allows unlimited TTLs (not recommended).
         poll_interval: ``pollInterval`` suggested to requestors.
@@ -84,7 +85,7 @@ class TaskLimits:
         rate_burst: The bucket's size: how many operations may come at once.
     """
 
-    default_ttl: int = 300_000
+    default_ttl: int | None = 300_000
     max_ttl: int | None = 3_600_000
     poll_interval: int = 1_000
     max_live_per_requestor: int = 1_024
@@ -475,7 +476,7 @@ class TaskRegistry:
         limits = self.limits
         ttl = limits.default_ttl if requested is None else max(0, requested)
         if limits.max_ttl is not None:
-            ttl = min(ttl, limits.max_ttl)
+            ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
         return ttl
 
     def _new_id(self) -> str:

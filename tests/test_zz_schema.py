@@ -1,0 +1,146 @@
+"""Every message our peers sent during the test session validates against the
+official MCP 2025-11-25 JSON Schema (``../shared/spec/schema-2025-11-25.json``).
+
+The recorder in ``conftest.py`` sees every message any in-process trio_mcp
+peer sends (client and server roles, over memory, stdio and WebSocket, and to
+the foreign implementations in the interop tests). This module is named to
+run last; it also runs a short conversation of its own so that it checks
+something even when run alone.
+
+One documented exception: JSON-RPC 2.0 (section 5) requires ``"id": null`` in
+the error response to input whose id cannot be read (parse errors), but the
+MCP schema's ``RequestId`` cannot be null. Such responses are validated with
+the null id removed; everything else must validate as sent.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Any
+
+import jsonschema
+import pytest
+
+import trio_mcp
+
+from .conftest import RECORDED
+from .helpers import client_app, example_app
+
+RESULT_BY_METHOD = {
+    "initialize": "InitializeResult",
+    "ping": "EmptyResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "tasks/get": "GetTaskResult",
+    "tasks/list": "ListTasksResult",
+    "tasks/cancel": "CancelTaskResult",
+    "tasks/result": "GetTaskPayloadResult",
+    "sampling/createMessage": "CreateMessageResult",
+    "elicitation/create": "ElicitResult",
+}
+RELATED = trio_mcp.RELATED_TASK_META
+
+
+def _definition_for(wire: dict[str, Any], method: str | None,
+                    by_method: dict[str, str]) -> list[str]:
+    if "method" in wire:
+        name = by_method.get(wire["method"])
+        return [name] if name else ["JSONRPCRequest" if "id" in wire else "JSONRPCNotification"]
+    if "error" in wire:
+        return ["JSONRPCErrorResponse"]
+    names = ["JSONRPCResultResponse"]
+    result = wire["result"]
+    if method in ("tools/call", "sampling/createMessage", "elicitation/create") and "task" in result:
+        names.append("#CreateTaskResult")
+    elif method == "tasks/result":
+        names.append("#GetTaskPayloadResult")
+        if "action" in result:
+            names.append("#ElicitResult")
+        elif "model" in result:
+            names.append("#CreateMessageResult")
+        elif "content" in result:
+            names.append("#CallToolResult")
+    elif method in RESULT_BY_METHOD:
+        names.append("#" + RESULT_BY_METHOD[method])
+    return names
+
+
+def _check_related_task_rules(wire: dict[str, Any], method: str | None) -> list[str]:
+    """The tasks page's rules on the related-task _meta key."""
+    problems = []
+    if wire.get("method") == "notifications/tasks/status":
+        if RELATED in (wire.get("params", {}).get("_meta") or {}):
+            problems.append("notifications/tasks/status carries related-task _meta")
+    if "result" in wire and method in ("tasks/get", "tasks/list", "tasks/cancel"):
+        if RELATED in (wire["result"].get("_meta") or {}):
+            problems.append(f"{method} result carries related-task _meta")
+    if "result" in wire and method == "tasks/result":
+        if RELATED not in (wire["result"].get("_meta") or {}):
+            problems.append("tasks/result result lacks related-task _meta")
+    return problems
+
+
+async def test_schema_every_sent_message_validates(schema: dict[str, Any]) -> None:
+    # A conversation of our own, so the check never runs on nothing.
+    async with trio_mcp.open_memory_pair(example_app(), client_app()) as (client, _):
+        await client.list_all_tools()
+        handle = await client.call_tool_task("approve", {"question": "q"})
+        await handle.wait()
+        await handle.result()
+        handle = await client.call_tool_task("summarize", {"text": "t"})
+        await handle.wait()
+        await handle.result()
+        await client.list_tasks()
+        await client.ping()
+
+    by_method = {}
+    for name, definition in schema["$defs"].items():
+        method = definition.get("properties", {}).get("method", {}).get("const")
+        if method:
+            by_method[method] = name
+
+    registry_schema = dict(schema)
+    validators: dict[str, jsonschema.protocols.Validator] = {}
+
+    def validator(name: str) -> jsonschema.protocols.Validator:
+        if name not in validators:
+            ref = {"$ref": f"#/$defs/{name.lstrip('#')}", "$defs": schema["$defs"]}
+            ref["$schema"] = schema.get("$schema", "https://json-schema.org/draft/2020-12/schema")
+            cls = jsonschema.validators.validator_for(registry_schema)
+            validators[name] = cls(ref)
+        return validators[name]
+
+    sent = [(wire, method) for direction, wire, method in RECORDED if direction == "sent"]
+    assert len(sent) > 50
+    violations: list[str] = []
+    kinds: Counter[str] = Counter()
+    for wire, method in sent:
+        wire = copy.deepcopy(wire)
+        if "error" in wire and wire.get("id") is None:
+            del wire["id"]  # JSON-RPC 2.0 section 5: see the module docstring
+        for name in _definition_for(wire, method, by_method):
+            target = wire["result"] if name.startswith("#") else wire
+            kinds[name] += 1
+            errors = list(validator(name).iter_errors(target))
+            if errors:
+                violations.append(f"{name}: {errors[0].message[:200]} in {str(wire)[:300]}")
+        violations.extend(_check_related_task_rules(wire, method))
+    assert not violations, "\n".join(violations[:20])
+    # The check covered the task messages, not only pings.
+    for name in ("#CreateTaskResult", "GetTaskRequest", "#GetTaskResult",
+                 "TaskStatusNotification", "#CallToolResult", "CreateMessageRequest",
+                 "ElicitRequest", "#ListTasksResult"):
+        assert kinds[name] > 0, name
+
+
+def test_schema_checker_catches_a_bad_message(schema: dict[str, Any]) -> None:
+    """The validation above can fail: a Task without ttl is rejected."""
+    ref = {"$ref": "#/$defs/Task", "$defs": schema["$defs"]}
+    cls = jsonschema.validators.validator_for(schema)
+    bad = {"taskId": "t", "status": "working", "createdAt": "x", "lastUpdatedAt": "x"}
+    with pytest.raises(jsonschema.ValidationError):
+        cls(ref).validate(bad)
+    assert _check_related_task_rules(
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}, "tasks/result"
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 import attrs
 import trio
 
-from .._errors import RemoteError, RemoteProtocolError
+from .._errors import ConnectionClosed, RemoteError, RemoteProtocolError, TrioMcpError
 from ._convert import converter
 from ._state import TRANSITIONS
 from ._types import Task, TaskStatus
@@ -46,7 +46,7 @@ class TaskHandle(Generic[R]):
     result_type: type[R]
     meta: dict[str, Any] | None = None
     progress_token: str | int | None = None
-    _outcome: R | RemoteError | None = attrs.field(default=None, init=False)
+    _outcome: R | TrioMcpError | None = attrs.field(default=None, init=False)
     _collecting: bool = attrs.field(default=False, init=False)
 
     @property
@@ -67,6 +67,7 @@ class TaskHandle(Generic[R]):
             self._release()
 
     def _release(self) -> None:
+        self.peer._status_events.pop(self.task_id, None)
         if self.progress_token is not None:
             self.peer.forget_progress(self.progress_token)
             self.progress_token = None
@@ -89,7 +90,7 @@ class TaskHandle(Generic[R]):
     async def _collect(self) -> None:
         try:
             self._outcome = await self._fetch_result()
-        except RemoteError as exc:
+        except (RemoteError, RemoteProtocolError, ConnectionClosed) as exc:
             self._outcome = exc
 
     async def _fetch_result(self) -> R:
@@ -114,20 +115,21 @@ class TaskHandle(Generic[R]):
         Cancellation: stops following; the task itself is unaffected.
         """
         last: tuple[TaskStatus, str | None] | None = None
-        async with trio.open_nursery() as nursery:
-            while True:
-                changed = self.peer._status_event(self.task_id)
-                task = await self.status()
-                if (task.status, task.status_message) != last:
-                    last = (task.status, task.status_message)
-                    yield task
-                if task.status.is_terminal:
-                    break
-                if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
-                    self._collecting = True
-                    nursery.start_soon(self._collect)
-                with trio.move_on_after(self._interval()):
-                    await changed.wait()
+        while True:
+            changed = self.peer._status_event(self.task_id)
+            task = await self.status()
+            if (task.status, task.status_message) != last:
+                last = (task.status, task.status_message)
+                yield task
+            if task.status.is_terminal:
+                return
+            if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
+                # Runs in the connection's nursery (no nursery may span a
+                # yield of this generator), and ends with the task.
+                self._collecting = True
+                self.peer.start_soon(self._collect)
+            with trio.move_on_after(self._interval()):
+                await changed.wait()
 
     async def wait(self) -> Task:
         """Follow the task until it is terminal and return its final snapshot.
@@ -149,11 +151,15 @@ class TaskHandle(Generic[R]):
         Raises:
             RemoteError: The underlying request's JSON-RPC error (also for a
                 cancelled task), or -32602 for an unknown or expired task.
+            RemoteProtocolError: The payload does not fit the result type.
+            ConnectionClosed: The connection closed first.
         """
         if self._outcome is None:
             await self._collect()
         outcome = self._outcome
-        if isinstance(outcome, RemoteError):
+        if isinstance(outcome, TrioMcpError):
+            if isinstance(outcome, ConnectionClosed):
+                self._outcome = None  # may be fetched again on a new connection
             raise outcome
         assert outcome is not None
         if not self.task.status.is_terminal:

@@ -337,6 +337,16 @@ class Peer:
         with contextlib.suppress(ConnectionClosed):
             await self._send(msg)
 
+    def start_soon(self, fn: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``fn()`` in this connection's nursery; it is cancelled at close.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+        """
+        if self._nursery is None or self._closed:
+            raise ConnectionClosed("the connection is closed")
+        self._nursery.start_soon(fn)
+
     def notify_soon(self, method: str, params: Any = None) -> None:
         """Queue a notification without waiting (ordered with other queued ones).
 

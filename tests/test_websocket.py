@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 import trio_websocket
 
 import trio_mcp
 from trio_mcp import TaskStatus
+from trio_mcp._util import unwrap_group
+from trio_mcp.transports._websocket import _header_value
 
-from .helpers import client_app, connect, example_app
+from .helpers import TASK_SERVER, client_app, connect, example_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -46,13 +51,6 @@ async def serving(app: trio_mcp.App, **kwargs: Any) -> AsyncIterator[trio_mcp.We
         nursery.cancel_scope.cancel()
 
 
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    """Wait for a state change made by another task (not a timing assumption)."""
-    with trio.fail_after(10):
-        while not predicate():
-            await trio.sleep(0.005)
-
-
 def gated_app(**kwargs: Any) -> tuple[trio_mcp.App, trio.Event]:
     """The example app plus a ``gated`` tool that finishes when the event is set."""
     app = example_app(**kwargs)
@@ -73,13 +71,44 @@ async def receive_json(connection: trio_websocket.WebSocketConnection) -> Any:
 
 
 @asynccontextmanager
+async def raw_connection(
+    address: trio_mcp.WebSocketAddress,
+    *,
+    subprotocols: list[str] | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> AsyncIterator[trio_websocket.WebSocketConnection]:
+    """A bare trio-websocket client connection to ``address``.
+
+    The test owns the TCP stream and closes it: trio-websocket's own client
+    leaves it open when the server rejects the handshake or closes first.
+    """
+    stream = await trio.open_tcp_stream("127.0.0.1", address.port)
+    try:
+        with unwrap_group():
+            async with trio.open_nursery() as nursery:
+                connection = await trio_websocket.wrap_client_stream(
+                    nursery,
+                    stream,
+                    f"127.0.0.1:{address.port}",
+                    "/",
+                    subprotocols=["mcp"] if subprotocols is None else subprotocols,
+                    extra_headers=headers,
+                )
+                try:
+                    yield connection
+                finally:
+                    with trio.move_on_after(5):
+                        await connection.aclose()
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
 async def raw_session(
-    url: str, *, subprotocols: list[str] | None = None, **kwargs: Any
+    address: trio_mcp.WebSocketAddress, *, subprotocols: list[str] | None = None
 ) -> AsyncIterator[trio_websocket.WebSocketConnection]:
     """A bare WebSocket connection on which ``initialize`` was done by hand."""
-    async with trio_websocket.open_websocket_url(
-        url, subprotocols=["mcp"] if subprotocols is None else subprotocols, **kwargs
-    ) as connection:
+    async with raw_connection(address, subprotocols=subprotocols) as connection:
         await connection.send_message(json.dumps(INITIALIZE))
         answer = await receive_json(connection)
         assert answer["id"] == 0 and "result" in answer, answer
@@ -90,6 +119,23 @@ async def raw_session(
 async def assert_ping_works(connection: trio_websocket.WebSocketConnection, id: int) -> None:
     await connection.send_message(json.dumps({"jsonrpc": "2.0", "id": id, "method": "ping"}))
     assert await receive_json(connection) == {"jsonrpc": "2.0", "id": id, "result": {}}
+
+
+async def rejection(
+    address: trio_mcp.WebSocketAddress, headers: list[tuple[bytes, bytes]]
+) -> trio_websocket.ConnectionRejected:
+    """Open a handshake with ``headers`` and return how the server refused it."""
+    with pytest.raises(trio_websocket.ConnectionRejected) as got:
+        async with raw_connection(address, headers=headers):
+            pass  # pragma: no cover
+    return got.value
+
+
+def text_of(result: trio_mcp.CallToolResult) -> str:
+    """The text of a one-text-block tool result."""
+    (block,) = result.content
+    assert isinstance(block, trio_mcp.TextContent)
+    return block.text
 
 
 def all_tasks() -> set[trio.lowlevel.Task]:
@@ -119,7 +165,7 @@ async def test_websocket_client_negotiates_mcp_subprotocol() -> None:
         assert client.bus.info["transport"] == "websocket"
         assert client.bus.info["subprotocol"] == "mcp"
         result = await client.call_tool("echo", {"text": "over websocket"})
-        assert result.content[0].text == "over websocket"
+        assert text_of(result) == "over websocket"
         assert client.remote_info is not None and client.remote_info.name == "trio-mcp-example"
 
 
@@ -130,25 +176,65 @@ async def test_websocket_connect_helper_runs_the_example_tools() -> None:
         assert {"echo", "sleep", "fail", "approve", "summarize"} <= names
 
 
-async def test_websocket_client_offering_no_subprotocol_is_accepted() -> None:
+@pytest.mark.parametrize(
+    ("offered", "selected"), [([], None), (["other"], None), (["other", "mcp"], "mcp")]
+)
+async def test_websocket_server_selects_mcp_only_when_offered(
+    offered: list[str], selected: str | None
+) -> None:
     async with serving(example_app()) as address, raw_session(
-        address.url, subprotocols=[]
+        address, subprotocols=offered
     ) as connection:
-        assert connection.subprotocol is None
+        assert connection.subprotocol == selected
         await assert_ping_works(connection, 1)
 
 
+async def test_websocket_example_server_serves_over_websocket_with_a_token() -> None:
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, str(TASK_SERVER), "--ws", "127.0.0.1:0", "--token", "t0k", "-v"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = b""
+        with trio.fail_after(20):
+            while b"serving MCP over WebSocket at " not in seen or not seen.endswith(b"\n"):
+                chunk = await proc.stderr.receive_some()
+                assert chunk, seen
+                seen += chunk
+        url = seen.split(b"serving MCP over WebSocket at ")[1].split()[0].decode()
+        async with trio_mcp.open_websocket_client(url, token="t0k") as client:
+            handle = await client.call_tool_task("sleep", {"seconds": 0})
+            assert text_of(await handle.result()) == "slept 0 seconds"
+        refused = await rejection(
+            trio_mcp.WebSocketAddress("127.0.0.1", int(url.rsplit(":", 1)[1].strip("/"))), []
+        )
+        assert refused.status_code == 401
+    finally:
+        proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+            if proc.stderr is not None:
+                await proc.stderr.aclose()
+
+
 async def test_websocket_wrap_runs_a_peer_over_an_existing_connection() -> None:
-    async with serving(example_app()) as address, trio_websocket.open_websocket_url(
-        address.url, subprotocols=["mcp"]
+    async with serving(example_app()) as address, raw_connection(
+        address
     ) as connection, trio.open_nursery() as nursery:
         bus = trio_mcp.wrap_websocket(connection, nursery, context="someone")
         assert bus.context == "someone"
         async with trio_mcp.open_peer(client_app(), bus, trio_mcp.Role.CLIENT) as client:
             result = await client.call_tool("echo", {"text": "low level"})
-            assert result.content[0].text == "low level"
+            assert text_of(result) == "low level"
     # Leaving the peer closed the bus, which closed the WebSocket.
     assert connection.closed is not None
+
+
+async def test_websocket_serve_on_a_busy_port_raises_oserror() -> None:
+    async with serving(example_app()) as address:
+        with pytest.raises(OSError):
+            await trio_mcp.serve_websocket(example_app(), "127.0.0.1", address.port)
 
 
 async def test_websocket_server_survives_a_connection_that_is_not_http() -> None:
@@ -171,16 +257,18 @@ async def test_websocket_twenty_clients_run_tasks_at_once() -> None:
         async with trio_mcp.open_websocket_client(url, client_app(sampling_text=f"s{n}")) as c:
             progress: list[float] = []
             sleep = await c.call_tool_task(
-                "sleep", {"seconds": 0.02, "steps": 2}, progress=lambda p: progress.append(p.progress)
+                "sleep",
+                {"seconds": 0.02, "steps": 2},
+                progress=lambda p: progress.append(p.progress),
             )
             approve = await c.call_tool_task("approve", {"question": f"q{n}"})
             summary = await c.call_tool_task("summarize", {"text": f"text {n}"})
             fail = await c.call_tool_task("fail", {"message": f"boom {n}"})
             listed = {task.task_id async for task in c.iter_tasks()}
             outcomes[n] = {
-                "sleep": (await sleep.result()).content[0].text,
-                "approve": (await approve.result()).content[0].text,
-                "summarize": (await summary.result()).content[0].text,
+                "sleep": text_of(await sleep.result()),
+                "approve": text_of(await approve.result()),
+                "summarize": text_of(await summary.result()),
                 "fail": (await fail.wait()).status,
                 "ids": {sleep.task_id, approve.task_id, summary.task_id, fail.task_id},
                 "listed": listed,
@@ -198,6 +286,7 @@ async def test_websocket_twenty_clients_run_tasks_at_once() -> None:
         assert out["approve"] == f"approved: q{n}"
         assert out["summarize"] == f"s{n}"
         assert out["fail"] is TaskStatus.FAILED
+        assert set(out["progress"]) <= {1, 2} and out["progress"] == sorted(out["progress"])
         # Without authentication each connection sees only its own tasks.
         assert out["listed"] == out["ids"]
         every_id |= out["ids"]
@@ -217,8 +306,11 @@ async def test_websocket_reconnect_collects_a_result_produced_while_away() -> No
         (actor,) = app.registry.actors()
         assert actor.record.owner == "identity:alice"
 
-        # Alice is gone; the task runs on and finishes while she is away.
-        await wait_until(lambda: app.registry.live_peer("identity:alice") is None)
+        # Alice is gone (the close handshake is over; once the server has
+        # caught up it has no connection of hers); the task runs on and
+        # finishes while she is away.
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.registry.live_peer("identity:alice") is None
         gate.set()
         with trio.fail_after(10):
             await actor.done.wait()
@@ -232,7 +324,7 @@ async def test_websocket_reconnect_collects_a_result_produced_while_away() -> No
             assert result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
             assert [t.task_id async for t in client.iter_tasks()] == [task_id]
             typed = await client.task_handle(task_id, trio_mcp.CallToolResult).result()
-            assert typed.content[0].text == "gate opened"
+            assert text_of(typed) == "gate opened"
 
 
 async def test_websocket_tokens_isolate_tasks_between_identities() -> None:
@@ -285,12 +377,23 @@ async def test_websocket_authenticate_callback_maps_tokens_to_identities() -> No
         async with trio_mcp.open_websocket_client(address.url, token="key-42") as client:
             handle = await client.call_tool_task("sleep", {"seconds": 0})
             await handle.result()
-        assert [a.record.owner for a in app.registry.actors()] == ["identity:user-42"]
+        record = app.registry.store.get(handle.task_id)
+        assert record is not None and record.owner == "identity:user-42"
         with pytest.raises(trio_websocket.ConnectionRejected) as got:
             async with trio_mcp.open_websocket_client(address.url, token="nope"):
                 pass  # pragma: no cover
         assert got.value.status_code == 401
     assert seen == ["key-42", "nope"]
+
+
+async def test_websocket_failing_authenticate_callback_is_a_500() -> None:
+    def authenticate(token: str) -> str | None:
+        raise RuntimeError("the user database is down")
+
+    async with serving(example_app(), authenticate=authenticate) as address:
+        refused = await rejection(address, [(b"Authorization", b"Bearer anything")])
+        assert refused.status_code == 500
+        assert b"database" not in (refused.body or b"")
 
 
 async def test_websocket_rate_limit_applies_per_identity_across_connections() -> None:
@@ -365,16 +468,12 @@ async def test_websocket_missing_or_wrong_token_is_refused_with_401(
     headers: list[tuple[bytes, bytes]],
 ) -> None:
     async with serving(example_app(), tokens=TOKENS) as address:
-        with pytest.raises(trio_websocket.ConnectionRejected) as got:
-            async with trio_websocket.open_websocket_url(
-                address.url, subprotocols=["mcp"], extra_headers=headers
-            ):
-                pass  # pragma: no cover
-        assert got.value.status_code == 401
-        assert (b"www-authenticate", b'Bearer realm="mcp"') in got.value.headers
+        refused = await rejection(address, headers)
+        assert refused.status_code == 401
+        assert (b"www-authenticate", b'Bearer realm="mcp"') in refused.headers
         # The right token still gets in; the bearer scheme is case-insensitive.
-        async with trio_websocket.open_websocket_url(
-            address.url, extra_headers=[(b"Authorization", b"bearer token-bob")]
+        async with raw_connection(
+            address, headers=[(b"Authorization", b"bearer token-bob")]
         ) as connection:
             assert connection.closed is None
 
@@ -391,7 +490,7 @@ async def test_websocket_origin_is_checked_before_the_token() -> None:
 
 def test_websocket_client_refuses_a_token_that_would_break_the_header() -> None:
     with pytest.raises(ValueError, match="token"):
-        trio_mcp.transports._websocket._header_value("token", "abc\r\nX-Evil: 1")
+        _header_value("token", "abc\r\nX-Evil: 1")
 
 
 # --- frames ------------------------------------------------------------------------------------
@@ -399,7 +498,7 @@ def test_websocket_client_refuses_a_token_that_would_break_the_header() -> None:
 
 async def test_websocket_oversized_frame_closes_with_1009() -> None:
     async with serving(example_app(), max_message_size=1024) as address:
-        async with raw_session(address.url) as connection:
+        async with raw_session(address) as connection:
             await assert_ping_works(connection, 1)
             await connection.send_message(json.dumps({
                 "jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "x" * 2000}
@@ -408,7 +507,7 @@ async def test_websocket_oversized_frame_closes_with_1009() -> None:
                 await connection.get_message()
             assert got.value.reason is not None and got.value.reason.code == 1009
         # The server itself carries on.
-        async with raw_session(address.url) as connection:
+        async with raw_session(address) as connection:
             await assert_ping_works(connection, 3)
 
 
@@ -422,7 +521,7 @@ async def test_websocket_client_closes_with_1009_on_an_oversized_answer() -> Non
 
 
 async def test_websocket_malformed_frame_answers_parse_error_and_carries_on() -> None:
-    async with serving(example_app()) as address, raw_session(address.url) as connection:
+    async with serving(example_app()) as address, raw_session(address) as connection:
         await connection.send_message('{"jsonrpc": "2.0", "id": 1, "method": ')
         answer = await receive_json(connection)
         assert answer["id"] is None
@@ -434,7 +533,7 @@ async def test_websocket_malformed_frame_answers_parse_error_and_carries_on() ->
 
 
 async def test_websocket_binary_frame_answers_an_error_and_carries_on() -> None:
-    async with serving(example_app()) as address, raw_session(address.url) as connection:
+    async with serving(example_app()) as address, raw_session(address) as connection:
         await connection.send_message(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
         answer = await receive_json(connection)
         assert answer["id"] is None
@@ -444,7 +543,7 @@ async def test_websocket_binary_frame_answers_an_error_and_carries_on() -> None:
 
 
 async def test_websocket_each_message_is_one_text_frame() -> None:
-    async with serving(example_app()) as address, raw_session(address.url) as connection:
+    async with serving(example_app()) as address, raw_session(address) as connection:
         # Two requests in one frame are not two messages.
         await connection.send_message(
             '{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}'
@@ -467,6 +566,7 @@ async def test_websocket_server_shutdown_with_tasks_running_leaves_no_task_behin
     server_done = trio.Event()
     closed: list[int] = []
     working: list[str] = []
+    all_working = trio.Event()
 
     async def run_server(*, task_status: trio.TaskStatus[trio_mcp.WebSocketAddress]) -> None:
         with server_scope:
@@ -478,6 +578,8 @@ async def test_websocket_server_shutdown_with_tasks_running_leaves_no_task_behin
             async with trio_mcp.open_websocket_client(url, client_app()) as client:
                 handle = await client.call_tool_task("sleep", {"seconds": 3600, "steps": 2})
                 working.append(handle.task_id)
+                if len(working) == 3:
+                    all_working.set()
                 await handle.wait()
         except trio_mcp.ConnectionClosed:
             closed.append(n)
@@ -486,7 +588,9 @@ async def test_websocket_server_shutdown_with_tasks_running_leaves_no_task_behin
         address = await nursery.start(run_server)
         for n in range(3):
             nursery.start_soon(one_client, n, address.url)
-        await wait_until(lambda: app.registry.live_count() == 3 and len(working) == 3)
+        with trio.fail_after(10):
+            await all_working.wait()
+        assert app.registry.live_count() == 3
         actors = list(app.registry.actors())
         assert {a.record.status for a in actors} == {TaskStatus.WORKING}
 

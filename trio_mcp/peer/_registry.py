@@ -767,7 +767,7 @@ class TaskRegistry:
         return self._live.get(owner, 0)
 
     def actors(self) -> Iterator[TaskActor]:
-        """Every actor the registry holds (running or finished, not expired)."""
+        """Every actor whose work is still running."""
         return iter(list(self._actors.values()))
 
 

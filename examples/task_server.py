@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from functools import partial
 
 import trio
 
 import trio_mcp
+
 
 def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
     """Build a fresh App with the example tools (each App has its own tasks)."""
@@ -37,13 +39,11 @@ def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
         """Return the text unchanged."""
         return text
 
-
     @app.tool(task_support="optional")
     async def summarize(ctx: trio_mcp.RequestContext, text: str) -> str:
         """Summarize text by asking the client's model (sampling)."""
         reply = await ctx.sample(f"Summarize in one sentence:\n\n{text}", max_tokens=200)
         return reply.text
-
 
     @app.tool(task_support="optional")
     async def sleep(ctx: trio_mcp.RequestContext, seconds: float, steps: int = 0) -> str:
@@ -58,12 +58,10 @@ def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
                 await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"slept {seconds:g} seconds"
 
-
     @app.tool(task_support="optional")
     async def fail(message: str) -> trio_mcp.CallToolResult:
         """Fail on purpose with `message` (an isError result)."""
         return trio_mcp.CallToolResult(content=[trio_mcp.TextContent(message)], is_error=True)
-
 
     @app.tool(task_support="required")
     async def approve(ctx: trio_mcp.RequestContext, question: str) -> str:
@@ -83,6 +81,17 @@ def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
     return app
 
 
+async def serve_websocket(
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None
+) -> None:
+    """Serve over WebSocket; print the URL (the real port when given 0) on stderr."""
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(
+            partial(trio_mcp.serve_websocket, app, host, port, tokens=tokens)
+        )
+        print(f"serving on {address.url}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
@@ -92,12 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     if args.ws:
         host, _, port = args.ws.rpartition(":")
-        serve_ws = getattr(trio_mcp, "serve_websocket", None)
-        if serve_ws is None:
-            parser.error("this build has no WebSocket transport")
         tokens = {args.token: "token-user"} if args.token else None
-        app = build_app()
-        trio.run(lambda: serve_ws(app, host or "127.0.0.1", int(port), tokens=tokens))
+        trio.run(serve_websocket, build_app(), host or "127.0.0.1", int(port), tokens)
     else:
         trio.run(trio_mcp.serve_stdio, build_app())
 

@@ -356,3 +356,14 @@ async def test_tasks_outlive_the_request_and_audit_log(caplog: pytest.LogCapture
                  "cancel requested"):
         assert word in text
     assert handle.task_id in text and "context=connection:" in text
+
+
+async def test_tasks_registry_observers_see_creation_and_every_change() -> None:
+    app = example_app()
+    seen: list[tuple[str, TaskStatus]] = []
+    app.registry.observers.append(lambda record: seen.append((record.task_id, record.status)))
+    async with trio_mcp.open_memory_pair(app, client_app()) as (client, _):
+        handle = await client.call_tool_task("approve", {"question": "q"})
+        await handle.wait()
+    assert [s for t, s in seen if t == handle.task_id] == [
+        TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING, TaskStatus.COMPLETED]

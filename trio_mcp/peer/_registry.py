@@ -391,6 +391,10 @@ class TaskRegistry:
         self._nursery: trio.Nursery | None = None
         self._users = 0
         self._buckets: dict[str, _Bucket] = {}
+        #: Callables told of every new task and every status change, with the
+        #: record (read it, do not change it). For live views and metrics; an
+        #: observer that raises is logged and skipped.
+        self.observers: list[Callable[[TaskRecord], None]] = []
 
     # --- running -----------------------------------------------------------------------
 
@@ -549,6 +553,7 @@ class TaskRegistry:
         )
         actor = TaskActor(self, record, origin, progress_token)
         self.store.add(record)
+        self._notify_observers(record)
         self._actors[record.task_id] = actor
         self._live[owner] = self._live.get(owner, 0) + 1
         if ttl is not None:
@@ -586,11 +591,19 @@ class TaskRegistry:
             if not self._live[record.owner]:
                 del self._live[record.owner]
         self.store.update(record)
+        self._notify_observers(record)
         audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
         self._announce(actor)
         if status.is_terminal:
             actor.done.set()
         return True
+
+    def _notify_observers(self, record: TaskRecord) -> None:
+        for observer in self.observers:
+            try:
+                observer(record)
+            except Exception:
+                log.exception("task observer failed")
 
     def _announce(self, actor: TaskActor) -> None:
         if not actor.announced.is_set():

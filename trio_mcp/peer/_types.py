@@ -459,7 +459,8 @@ class Task:
     status: TaskStatus
     created_at: str
     last_updated_at: str
-    ttl: int | None
+    # Written always (null = unlimited); read leniently, as some peers omit it.
+    ttl: int | None = attrs.field(default=None, metadata={KEEP: True})
     status_message: str | None = None
     poll_interval: int | None = None
     meta: Meta = _meta()

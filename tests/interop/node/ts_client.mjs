@@ -32,7 +32,9 @@ const log = (...args) => console.error('[ts_client]', ...args);
 async function makeTransport(mode, rest) {
     if (mode === 'stdio') {
         const [command, ...args] = rest;
-        return new StdioClientTransport({ command, args, stderr: 'inherit' });
+        // Our whole environment (the SDK passes only a safe subset by default), so the
+        // server finds trio_mcp however the test run made it importable.
+        return new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
     }
     if (mode === 'ws') {
         const [url, token] = rest;
@@ -297,6 +299,9 @@ function taskStore_of(client) {
 }
 
 async function plainScenario(client, report) {
+    // A second connection asking for the first one's task: found only when both carry the
+    // same bearer token (tasks are bound to the identity, else to the connection).
+    report.plain_get_main_task = await attempt(() => client.experimental.tasks.getTask(report.created_ids.sleep));
     report.plain_summarize = await attempt(() => client.callTool({ name: 'summarize', arguments: { text: 'plain' } }));
     // Without a tasks capability the SDK still lets us ask for a task (the server hosts it).
     const stream = await collect(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
@@ -125,24 +126,28 @@ async def test_tasks_client_hosted_sampling_polled_by_server(transport: str) -> 
         assert record is not None and record.status is TaskStatus.COMPLETED
 
 
-async def test_tasks_client_hosted_elicitation_polled_by_server() -> None:
+@pytest.mark.parametrize("kind", ["memory", "stdio"])
+async def test_tasks_client_hosted_elicitation_polled_by_server(kind: str) -> None:
+    """The server elicits as a task hosted by the client, and polls it."""
+    import sys
+
+    from . import ask_server
+
     app = client_app(elicit_content={"name": "Ada"})
-    server_app = trio_mcp.App("s")
-
-    @server_app.tool(task_support="optional")
-    async def ask_name(ctx: trio_mcp.RequestContext) -> str:
-        answer = await ctx.elicit("Name?", {"type": "object",
-                                            "properties": {"name": {"type": "string"}}},
-                                  as_task=True, ttl=10_000)
-        return f"hello {(answer.content or {}).get('name')}"
-
-    async with trio_mcp.open_memory_pair(server_app, app) as (client, _):
+    async with AsyncExitStack() as stack:
+        if kind == "memory":
+            client, _ = await stack.enter_async_context(
+                trio_mcp.open_memory_pair(ask_server.build_app(), app))
+        else:
+            client = await stack.enter_async_context(
+                trio_mcp.open_stdio_client([sys.executable, ask_server.__file__], app))
         assert (await client.call_tool("ask_name")).text == "hello Ada"
         handle = await client.call_tool_task("ask_name")
         await handle.wait()
         assert (await handle.result()).text == "hello Ada"
-    tasks = [t for kind, t, _ in seen_by(app) if kind == "elicitation"]
+    tasks = [t for kind_, t, _ in seen_by(app) if kind_ == "elicitation"]
     assert len(tasks) == 2 and all(t is not None for t in tasks)
+    # The client's registry hosted both, with the TTL the server asked for.
     assert all(app.registry.store.get(t).ttl == 10_000 for t in tasks)  # type: ignore[union-attr]
 
 

@@ -9,12 +9,15 @@ queue grows without bound.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final, final
 
 import attrs
 import trio
 
-from ._jsonrpc import Incoming, Message, decode_message, encode_message
+from ._jsonrpc import Incoming, Message, decode_message, encode_for_wire
+
+log = logging.getLogger("trio_mcp.transports")
 
 #: Default capacity of each direction of a bus, in messages.
 DEFAULT_BUS_CAPACITY: Final = 64
@@ -80,8 +83,14 @@ async def _pump(
     # sees exactly the bytes a real transport would carry.
     async with source, sink:
         async for msg in source:
+            # As every transport does: a response that is not JSON becomes a
+            # -32603 error for its id; anything else unencodable is dropped.
+            data = encode_for_wire(msg)
+            if data is None:
+                log.error("dropped a message that cannot be encoded as JSON: %.200r", msg)
+                continue
             try:
-                await sink.send(decode_message(encode_message(msg)))
+                await sink.send(decode_message(data))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
 

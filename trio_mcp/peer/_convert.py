@@ -140,7 +140,20 @@ def _make_structure(cls: type[Any]) -> Callable[[Any, Any], Any]:
         a.name: override(rename="\x00extra" if a.name == _EXTRA else wire_name(a.name))
         for a in fields
     }
-    base = make_dict_structure_fn(cls, converter, **overrides)
+    # Two hooks, both generated here once: a lean one for input that fits,
+    # and cattrs' detailed one, run only when the lean one fails, so a bad
+    # input raises exactly the ClassValidationError it always did.
+    lean = make_dict_structure_fn(
+        cls, converter, _cattrs_detailed_validation=False, **overrides
+    )
+    detailed = make_dict_structure_fn(cls, converter, **overrides)
+
+    def base(data: Any, typ: Any) -> Any:
+        try:
+            return lean(data, typ)
+        except Exception:
+            return detailed(data, typ)
+
     if not has_extra:
         return base
     known = frozenset(wire_name(a.name) for a in fields if a.name != _EXTRA)
@@ -148,8 +161,8 @@ def _make_structure(cls: type[Any]) -> Callable[[Any, Any], Any]:
     def structure(data: Any, typ: Any) -> Any:
         if not isinstance(data, dict):
             raise TypeError(f"expected an object for {cls.__name__}")
-        extra = {k: v for k, v in data.items() if k not in known}
-        if extra:
+        if not known.issuperset(data):
+            extra = {k: v for k, v in data.items() if k not in known}
             data = {k: v for k, v in data.items() if k in known}
             data["\x00extra"] = extra
         return base(data, typ)

@@ -55,6 +55,11 @@ class TaskHandle(Generic[R]):
         return self.task.task_id
 
     def _observe(self, task: Task) -> None:
+        if task.task_id != self.task_id:
+            # Adopting it would silently make this handle follow another task.
+            raise RemoteProtocolError(
+                f"asked about task {self.task_id[:64]!r}, got task {task.task_id[:64]!r}"
+            )
         old = self.task.status
         # Polling can skip states (working -> input_required -> working between
         # two polls), so the one impossible observation is leaving a terminal.
@@ -115,21 +120,28 @@ class TaskHandle(Generic[R]):
         Cancellation: stops following; the task itself is unaffected.
         """
         last: tuple[TaskStatus, str | None] | None = None
-        while True:
-            changed = self.peer._status_event(self.task_id)
-            task = await self.status()
-            if (task.status, task.status_message) != last:
-                last = (task.status, task.status_message)
-                yield task
-            if task.status.is_terminal:
-                return
-            if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
-                # Runs in the connection's nursery (no nursery may span a
-                # yield of this generator), and ends with the task.
-                self._collecting = True
-                self.peer.start_soon(self._collect)
-            with trio.move_on_after(self._interval()):
-                await changed.wait()
+        try:
+            while True:
+                changed = self.peer._status_event(self.task_id)
+                task = await self.status()
+                if (task.status, task.status_message) != last:
+                    last = (task.status, task.status_message)
+                    yield task
+                if task.status.is_terminal:
+                    return
+                if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
+                    # Runs in the connection's nursery (no nursery may span a
+                    # yield of this generator), and ends with the task.
+                    self._collecting = True
+                    self.peer.start_soon(self._collect)
+                with trio.move_on_after(self._interval()):
+                    await changed.wait()
+        finally:
+            # Stopped early (an error such as an expired task, or the caller
+            # gave up): drop the wake-up event unless another follower waits.
+            event = self.peer._status_events.get(self.task_id)
+            if event is not None and not event.statistics().tasks_waiting:
+                del self.peer._status_events[self.task_id]
 
     async def wait(self) -> Task:
         """Follow the task until it is terminal and return its final snapshot.

@@ -14,11 +14,17 @@ knows which method (or which pending request) they belong to.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final, TypeAlias
 
 import attrs
 
 from .._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+
+try:  # the optional ``fast`` extra
+    import orjson
+except ImportError:  # pragma: no cover - exercised only without orjson
+    orjson = None  # type: ignore[assignment]
 
 RequestId: TypeAlias = "str | int"
 JSON: TypeAlias = Any
@@ -30,16 +36,81 @@ def _reject_constant(name: str) -> Any:
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_ascii_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def _dumps(obj: Any) -> bytes:
-    return _encoder.encode(obj).encode("utf-8")
+    try:
+        return _encoder.encode(obj).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (legal in a JSON "\ud800" escape, impossible in
+        # UTF-8), e.g. in an id the peer sent: write it back as an escape.
+        return _ascii_encoder.encode(obj).encode("ascii")
 
 
 def _loads(data: bytes | str) -> Any:
     if isinstance(data, bytes | bytearray):
         data = data.decode("utf-8")
     return _decoder.decode(data)
+
+
+if orjson is not None:
+    # orjson is many times faster than json, but differs from it in a few
+    # corners. Each is detected and handed to the json codec above, so the
+    # bytes written and the values read are the same with or without orjson:
+    # * orjson writes NaN and infinities as ``null`` (json raises) -> output
+    #   holding ``null`` is encoded again by json;
+    # * orjson writes some floats its own way (``1e16`` for ``1e+16``,
+    #   ``0.00001`` for ``1e-05``) -> output with a number in exponent form or
+    #   below 1e-4 is encoded again by json (the rest print as ``repr`` does);
+    # * orjson refuses ints over 64 bits, non-string keys and lone
+    #   surrogates, and passes subclasses, dataclasses and datetimes to
+    #   ``default``, which refuses them -> TypeError, encoded by json (which
+    #   encodes or raises as it always did);
+    # * orjson reads integers beyond 64 bits as floats -> input holding a run
+    #   of 19 digits is read by json; input orjson rejects (lone surrogates,
+    #   1e400, deep nesting, bad UTF-8...) is read by json, which decides.
+    # One difference remains: orjson also encodes ``uuid.UUID`` and plain
+    # ``enum.Enum`` members (which json refuses), so a result holding one is
+    # sent rather than answered with -32603. (cattrs already turns the enums
+    # of MCP types into their values; this is only about raw user JSON.)
+    _ORJSON_OPTIONS: Final = (
+        orjson.OPT_PASSTHROUGH_SUBCLASS
+        | orjson.OPT_PASSTHROUGH_DATACLASS
+        | orjson.OPT_PASSTHROUGH_DATETIME
+    )
+    _std_dumps = _dumps
+    _std_loads = _loads
+    _orjson_dumps = orjson.dumps
+    _orjson_loads = orjson.loads
+    _OrjsonDecodeError = orjson.JSONDecodeError
+    _needs_std_encoding = re.compile(rb"null|(?:\A|[:,\[])-?(?:[0-9][0-9.]*[eE]|0\.0000)").search
+    _long_digits_bytes = re.compile(rb"[0-9]{19}").search
+    _long_digits_str = re.compile(r"[0-9]{19}").search
+
+    def _refuse(obj: Any) -> Any:
+        raise TypeError
+
+    def _dumps(obj: Any) -> bytes:
+        try:
+            data: bytes = _orjson_dumps(obj, default=_refuse, option=_ORJSON_OPTIONS)
+        except TypeError:
+            return _std_dumps(obj)
+        if _needs_std_encoding(data) is not None:
+            return _std_dumps(obj)
+        return data
+
+    def _loads(data: bytes | str) -> Any:
+        if isinstance(data, str):
+            exact = _long_digits_str(data) is None
+        else:
+            exact = _long_digits_bytes(data) is None
+        if exact:
+            try:
+                return _orjson_loads(data)
+            except _OrjsonDecodeError:
+                pass
+        return _std_loads(data)
 
 
 _JSONRPC: Final = "2.0"
@@ -96,11 +167,15 @@ class Undecodable:
             :data:`INVALID_REQUEST` for JSON that is not a JSON-RPC message.
         reason: A short human-readable reason, safe to send to the peer.
         id: The request id, when one could be recovered from the input.
+        response_to: For a malformed *response*, the id of the request it
+            answers, when readable: that request fails instead of waiting
+            forever for an answer that will not come.
     """
 
     code: int
     reason: str
     id: str | int | None = None
+    response_to: str | int | None = None
 
 
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
@@ -153,12 +228,16 @@ def parse_message(obj: Any) -> Incoming:
     if "result" in obj:
         result = obj["result"]
         if not id_ok or not isinstance(result, dict):
-            return Undecodable(INVALID_REQUEST, "malformed response")
+            return Undecodable(
+                INVALID_REQUEST, "malformed response", response_to=raw_id if id_ok else None
+            )
         return Response(raw_id, result)  # type: ignore[arg-type]
     if "error" in obj:
         err = obj["error"]
         if not isinstance(err, dict) or not isinstance(err.get("code"), int):
-            return Undecodable(INVALID_REQUEST, "malformed error response")
+            return Undecodable(
+                INVALID_REQUEST, "malformed error response", response_to=raw_id if id_ok else None
+            )
         message = err.get("message")
         return ErrorResponse(
             raw_id if id_ok else None,

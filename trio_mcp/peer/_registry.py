@@ -358,6 +358,10 @@ async def _deliver(item: _InputRequest, peer: Peer) -> None:
     item.answered.set()
 
 
+#: Rate buckets kept before the first sweep of full (idle) ones.
+_BUCKET_SWEEP_MIN: Final = 1_024
+
+
 @final
 @attrs.define(eq=False)
 class _Bucket:
@@ -391,6 +395,7 @@ class TaskRegistry:
         self._nursery: trio.Nursery | None = None
         self._users = 0
         self._buckets: dict[str, _Bucket] = {}
+        self._bucket_sweep_at = _BUCKET_SWEEP_MIN
         #: Callables told of every new task and every status change, with the
         #: record (read it, do not change it). For live views and metrics; an
         #: observer that raises is logged and skipped.
@@ -463,6 +468,8 @@ class TaskRegistry:
         bucket = self._buckets.get(owner)
         burst = float(self.limits.rate_burst)
         if bucket is None:
+            if len(self._buckets) >= self._bucket_sweep_at:
+                self._sweep_buckets(now, rate, burst)
             bucket = self._buckets[owner] = _Bucket(burst, now)
         bucket.tokens = min(burst, bucket.tokens + (now - bucket.stamp) * rate)
         bucket.stamp = now
@@ -473,6 +480,21 @@ class TaskRegistry:
                 f"Rate limit exceeded: at most {rate:g} task operations per second",
             )
         bucket.tokens -= 1
+
+    def _sweep_buckets(self, now: float, rate: float, burst: float) -> None:
+        """Forget buckets that have filled up again: the same as having none.
+
+        Without this, every connection that ever made a task operation (each
+        is its own context when there is no identity) would keep a bucket
+        for the registry's lifetime. Sweeps happen when the table doubles,
+        so they cost O(1) per new context.
+        """
+        self._buckets = {
+            owner: bucket
+            for owner, bucket in self._buckets.items()
+            if bucket.tokens + (now - bucket.stamp) * rate < burst
+        }
+        self._bucket_sweep_at = max(_BUCKET_SWEEP_MIN, 2 * len(self._buckets))
 
     # --- creating ------------------------------------------------------------------------
 
@@ -570,6 +592,12 @@ class TaskRegistry:
 
     def _transition(self, actor: TaskActor, event: TaskEvent, message: str | None = None) -> bool:
         record = actor.record
+        if self._actors.get(record.task_id) is not actor:
+            # The task expired and was deleted (the table's ``None`` status):
+            # nothing happens to it any more, not even its pending input
+            # request being withdrawn as its work is cancelled.
+            log.debug("task %s: %s ignored after expiry", record.task_id, event.value)
+            return False
         try:
             status = next_status(record.status, event)
         except IllegalTransition:

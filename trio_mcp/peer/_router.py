@@ -10,9 +10,12 @@ One receive loop takes each incoming message and ``match``-es on its class:
   that id;
 * :class:`Undecodable` input is answered with -32700/-32600.
 
-The loop itself never waits on sending, so two peers can never deadlock on
-each other's full queues. When the bus ends, every waiter wakes at once with
-:class:`ConnectionClosed`.
+The loop waits on sending only when :data:`MAX_CONCURRENT_REQUESTS` of the
+other side's requests are already being handled: it then answers the next
+one with -32000 itself, so a peer that sends without reading is slowed down
+instead of costing a task per request. Below that bound it never waits, so
+two peers cannot deadlock on each other's full queues. When the bus ends,
+every waiter wakes at once with :class:`ConnectionClosed`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .._errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    RESOURCE_LIMIT,
     ConnectionClosed,
     LocalUsageError,
     McpError,
@@ -101,6 +105,11 @@ message_observers: list[Callable[[str, dict[str, Any], str | None], None]] = []
 TOOLS_PAGE_SIZE: Final = 100
 #: Notifications queued for a slow connection before new ones are dropped.
 NOTIFICATION_QUEUE: Final = 4_096
+#: Requests of the other side handled (or answered) at once. Past this, the
+#: receive loop answers a new request with -32000 itself and waits until that
+#: answer is on the bus, so a peer that sends without reading is slowed down
+#: (backpressure) instead of making this side start a task per request.
+MAX_CONCURRENT_REQUESTS = 1_024
 _connection_ids = itertools.count(1)
 
 
@@ -117,6 +126,7 @@ class _Pending:
     method: str
     done: trio.Event = attrs.field(factory=trio.Event)
     outcome: Response | ErrorResponse | None = None
+    malformed: str | None = None
 
 
 @final
@@ -167,6 +177,7 @@ class Peer:
     _ready: trio.Event = attrs.field(factory=trio.Event, init=False)
     _initialize_answered: bool = attrs.field(default=False, init=False)
     _closed: bool = attrs.field(default=False, init=False)
+    _replying: int = attrs.field(default=0, init=False)
     _notes_send: trio.MemorySendChannel[Message] = attrs.field(init=False)
     _notes_recv: trio.MemoryReceiveChannel[Message] = attrs.field(init=False)
     _handlers: dict[str, Handler] = attrs.field(init=False)
@@ -284,14 +295,23 @@ class Peer:
                     self._observe("received", item)
                 match item:
                     case Request():
-                        self._on_request(item)
+                        if self._overloaded():
+                            await self._refuse_overload(item)
+                        else:
+                            self._on_request(item)
                     case Notification():
                         self._on_notification(item)
                     case Response() | ErrorResponse():
                         self._on_response(item)
+                    case Undecodable() if self._answers_pending(item):
+                        pass  # a malformed answer: its request failed, nothing to reply
                     case Undecodable():
                         log.info("undecodable input (%d): %s", item.code, item.reason)
-                        self._reply_soon(ErrorResponse(item.id, ErrorData(item.code, item.reason)))
+                        reply = ErrorResponse(item.id, ErrorData(item.code, item.reason))
+                        if self._overloaded():
+                            await self._send_quietly(reply)
+                        else:
+                            self._reply_soon(reply)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
         finally:
@@ -329,9 +349,35 @@ class Peer:
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             raise ConnectionClosed("the connection is closed") from exc
 
+    def _overloaded(self) -> bool:
+        return len(self._inflight) + self._replying >= MAX_CONCURRENT_REQUESTS
+
+    async def _refuse_overload(self, req: Request) -> None:
+        """Answer a request past the concurrency bound, in the receive loop itself.
+
+        Waiting here for room on the bus is the point: it stops reading from
+        a peer that sends requests without reading the answers.
+        """
+        log.warning(
+            "connection %d: %d requests in flight, refusing %s",
+            self.connection_id, MAX_CONCURRENT_REQUESTS, req.method[:100],
+        )
+        message = (
+            f"Too many concurrent requests: at most {MAX_CONCURRENT_REQUESTS} at once; "
+            "retry later"
+        )
+        await self._send_quietly(ErrorResponse(req.id, ErrorData(RESOURCE_LIMIT, message)))
+
     def _reply_soon(self, msg: Message) -> None:
         if self._nursery is not None and not self._closed:
-            self._nursery.start_soon(self._send_quietly, msg)
+            self._replying += 1
+            self._nursery.start_soon(self._send_reply, msg)
+
+    async def _send_reply(self, msg: Message) -> None:
+        try:
+            await self._send_quietly(msg)
+        finally:
+            self._replying -= 1
 
     async def _send_quietly(self, msg: Message) -> None:
         with contextlib.suppress(ConnectionClosed):
@@ -450,6 +496,7 @@ class Peer:
                     result = out if isinstance(out, dict) else wire_object(out)
                 reply = Response(req.id, result)
         del self._inflight[req.id]
+        self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
         try:
             if reply is not None and not scope.cancelled_caught:
                 # A request the peer cancelled is never answered.
@@ -457,6 +504,7 @@ class Peer:
         except ConnectionClosed:
             pass
         finally:
+            self._replying -= 1
             if after_send is not None:
                 after_send()
 
@@ -510,6 +558,18 @@ class Peer:
         return event
 
     # --- responses --------------------------------------------------------------------
+
+    def _answers_pending(self, item: Undecodable) -> bool:
+        """Fail the waiting request a malformed response answers, if any."""
+        if item.response_to is None:
+            return False
+        pending = self._pending.get(item.response_to)
+        if pending is None or pending.done.is_set():
+            return False
+        log.warning("malformed answer to %s %r: %s", pending.method, item.response_to, item.reason)
+        pending.malformed = item.reason
+        pending.done.set()
+        return True
 
     def _on_response(self, msg: Response | ErrorResponse) -> None:
         pending = self._pending.get(msg.id) if msg.id is not None else None
@@ -589,6 +649,8 @@ class Peer:
             if token is not None:
                 self._progress.pop(token, None)
         outcome = pending.outcome
+        if pending.malformed is not None:
+            raise RemoteProtocolError(f"the answer to {method} is malformed: {pending.malformed}")
         if outcome is None:
             raise ConnectionClosed(f"the connection closed before {method} was answered")
         if isinstance(outcome, ErrorResponse):
@@ -903,7 +965,10 @@ class Peer:
             raise
         except Exception as exc:
             log.exception("tool %s raised", spec.tool.name)
-            text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {exc}"[:1000]
+            # An OSError's text names its files: internal paths the peer must
+            # not learn (the log above has them). Keep only the reason.
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
             return CallToolResult(content=[TextContent(text)], is_error=True)
         return to_call_tool_result(value)
 

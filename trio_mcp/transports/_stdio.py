@@ -12,12 +12,13 @@ server's stdin, wait, then SIGTERM, wait, then SIGKILL.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shlex
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -27,7 +28,7 @@ from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
 from ..peer._app import App
 from ..peer._bus import BusEnds, MessageBus, open_bus
-from ..peer._jsonrpc import Undecodable, decode_message, encode_for_wire
+from ..peer._jsonrpc import Message, Undecodable, decode_message, encode_for_wire
 from ..peer._router import Peer, Role, open_peer
 from ..peer._types import Implementation
 from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
@@ -37,6 +38,8 @@ log = logging.getLogger("trio_mcp.transports")
 #: Seconds to wait at each step of closing a server process.
 SHUTDOWN_GRACE: Final = 2.0
 _READ_SIZE: Final = 65_536
+#: Most messages joined into one write when the peer has several queued.
+_WRITE_BATCH: Final = 256
 
 
 async def run_stream_transport(
@@ -65,22 +68,27 @@ async def run_stream_transport(
 
 async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: int) -> None:
     buffer = LineBuffer(max_line)
+    read = _fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
     async with ends.to_peer as to_peer:
         try:
             while True:
-                data = await receive.receive_some(_READ_SIZE)
+                data = await (read() if read is not None else receive.receive_some(_READ_SIZE))
                 items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
                 for item in items:
                     if isinstance(item, LineTooLong):
                         log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
-                        await to_peer.send(
-                            Undecodable(
-                                INVALID_REQUEST,
-                                f"Invalid request: message exceeds the {max_line}-byte limit",
-                            )
+                        msg: Undecodable | Message = Undecodable(
+                            INVALID_REQUEST,
+                            f"Invalid request: message exceeds the {max_line}-byte limit",
                         )
                     else:
-                        await to_peer.send(decode_message(item))
+                        msg = decode_message(item)
+                    # Hand over without a schedule point while the bus has
+                    # room (the reader still waits when the bus is full).
+                    try:
+                        to_peer.send_nowait(msg)
+                    except trio.WouldBlock:
+                        await to_peer.send(msg)
                 if not data:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -88,19 +96,88 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
 
 
 async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
+    write = _fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
     try:
         async with ends.from_peer as from_peer:
             async for msg in from_peer:
-                data = encode_for_wire(msg)
-                if data is None:
-                    log.error("dropped a message that cannot be encoded as JSON: %r", msg)
-                    continue
-                await send.send_all(data + b"\n")
+                # Everything already queued goes out in one write.
+                chunks: list[bytes] = []
+                _encode_line(msg, chunks)
+                for _ in range(_WRITE_BATCH - 1):
+                    try:
+                        msg = from_peer.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    _encode_line(msg, chunks)
+                if chunks:
+                    await write(b"".join(chunks))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     finally:
         with trio.CancelScope(shield=True):
             await send.aclose()
+
+
+def _encode_line(msg: Message, chunks: list[bytes]) -> None:
+    data = encode_for_wire(msg)
+    if data is None:
+        log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+        return
+    chunks.append(data)
+    chunks.append(b"\n")
+
+
+# Pipes (trio FdStream) are read and written directly: FdStream's
+# receive_some/send_all begin with a schedule point, which costs a scheduler
+# pass per message on the hot path. Here the reader waits only when the pipe
+# is empty and the writer only when it is full; both loops still wait on the
+# bus each time round, so they stay cancellable and never hog the scheduler.
+
+
+def _fd_reader(stream: trio.lowlevel.FdStream) -> Callable[[], Awaitable[bytes]]:
+    drained = False  # the last read was short: wait for data before reading
+
+    async def read() -> bytes:
+        nonlocal drained
+        while True:
+            fd = stream.fileno()
+            if fd < 0:
+                raise trio.ClosedResourceError("file was already closed")
+            if drained:
+                await trio.lowlevel.wait_readable(fd)
+                fd = stream.fileno()
+            try:
+                data = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                drained = True
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("file was already closed") from None
+                raise trio.BrokenResourceError from exc
+            drained = len(data) < _READ_SIZE
+            return data
+
+    return read
+
+
+def _fd_writer(stream: trio.lowlevel.FdStream) -> Callable[[bytes], Awaitable[None]]:
+    async def write(data: bytes) -> None:
+        fd = stream.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("file was already closed") from None
+            raise trio.BrokenResourceError from exc
+        if sent < len(data):
+            await stream.send_all(memoryview(data)[sent:])
+
+    return write
 
 
 @asynccontextmanager

@@ -92,6 +92,7 @@ from ._types import (
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
+P = TypeVar("P")
 ProgressCallback = Callable[[ProgressParams], None]
 Handler = Callable[[Request], Awaitable[Any]]
 
@@ -995,34 +996,30 @@ class Peer:
         return _Reply(to_wire(result), actor.announced.set)
 
     async def _on_sampling(self, req: Request) -> Any:
-        handler = self.app.sampling_handler
-        if self.role is not Role.CLIENT or handler is None:
-            raise McpError(METHOD_NOT_FOUND, "Method not found: sampling/createMessage")
-        params = from_wire(req.params or {}, CreateMessageParams)
-        if params.task is not None and self._hosts(req.method):
-
-            async def work(actor: TaskActor) -> dict[str, Any]:
-                return wire_object(
-                    await handler(RequestContext(self, req.id, params.meta, actor), params)
-                )
-
-            return await self._create_task(req, params.task, params.meta, work)
-        return await handler(RequestContext(self, req.id, params.meta), params)
+        return await self._on_client_request(req, self.app.sampling_handler, CreateMessageParams)
 
     async def _on_elicitation(self, req: Request) -> Any:
-        handler = self.app.elicitation_handler
+        return await self._on_client_request(req, self.app.elicitation_handler, ElicitParams)
+
+    async def _on_client_request(
+        self,
+        req: Request,
+        handler: Callable[[RequestContext, P], Awaitable[Any]] | None,
+        params_type: type[P],
+    ) -> Any:
+        """Answer a server-to-client request (sampling, elicitation), as a task if asked."""
         if self.role is not Role.CLIENT or handler is None:
-            raise McpError(METHOD_NOT_FOUND, "Method not found: elicitation/create")
-        params = from_wire(req.params or {}, ElicitParams)
-        if params.task is not None and self._hosts(req.method):
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        params = from_wire(req.params or {}, params_type)
+        task: TaskMetadata | None = getattr(params, "task", None)
+        meta: dict[str, Any] | None = getattr(params, "meta", None)
+        if task is not None and self._hosts(req.method):
 
             async def work(actor: TaskActor) -> dict[str, Any]:
-                return wire_object(
-                    await handler(RequestContext(self, req.id, params.meta, actor), params)
-                )
+                return wire_object(await handler(RequestContext(self, req.id, meta, actor), params))
 
-            return await self._create_task(req, params.task, params.meta, work)
-        return await handler(RequestContext(self, req.id, params.meta), params)
+            return await self._create_task(req, task, meta, work)
+        return await handler(RequestContext(self, req.id, meta), params)
 
     def _task_id_param(self, req: Request) -> str:
         # The taskId param is the source of truth; related-task _meta is ignored.

@@ -65,7 +65,7 @@ class LineBuffer:
                 continue
             if line.endswith(b"\r"):
                 line = line[:-1]
-            if line.strip():
+            if line and not line.isspace():  # skip blank lines (no copy, unlike strip())
                 yield line
         rest = data[start:]
         if self._discarding:
@@ -81,7 +81,7 @@ class LineBuffer:
         if self._discarding:
             size, self._discarding = self._discarding, 0
             yield LineTooLong(size)
-        elif self._buf.strip():
+        elif self._buf and not self._buf.isspace():
             line = bytes(self._buf)
             self._buf.clear()
             yield line

@@ -38,8 +38,9 @@ log = logging.getLogger("trio_mcp.transports")
 #: Seconds to wait at each step of closing a server process.
 SHUTDOWN_GRACE: Final = 2.0
 _READ_SIZE: Final = 65_536
-#: Most messages joined into one write when the peer has several queued.
+#: Most messages, and bytes, joined into one write when several are queued.
 _WRITE_BATCH: Final = 256
+_WRITE_BATCH_BYTES: Final = 1 << 20
 
 
 async def run_stream_transport(
@@ -102,13 +103,15 @@ async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
             async for msg in from_peer:
                 # Everything already queued goes out in one write.
                 chunks: list[bytes] = []
-                _encode_line(msg, chunks)
+                size = _encode_line(msg, chunks)
                 for _ in range(_WRITE_BATCH - 1):
+                    if size >= _WRITE_BATCH_BYTES:
+                        break
                     try:
                         msg = from_peer.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                    _encode_line(msg, chunks)
+                    size += _encode_line(msg, chunks)
                 if chunks:
                     await write(b"".join(chunks))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -118,20 +121,24 @@ async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
             await send.aclose()
 
 
-def _encode_line(msg: Message, chunks: list[bytes]) -> None:
+def _encode_line(msg: Message, chunks: list[bytes]) -> int:
+    """Append ``msg`` as one line to ``chunks``; return the bytes added."""
     data = encode_for_wire(msg)
     if data is None:
         log.error("dropped a message that cannot be encoded as JSON: %r", msg)
-        return
+        return 0
     chunks.append(data)
     chunks.append(b"\n")
+    return len(data) + 1
 
 
 # Pipes (trio FdStream) are read and written directly: FdStream's
 # receive_some/send_all begin with a schedule point, which costs a scheduler
-# pass per message on the hot path. Here the reader waits only when the pipe
-# is empty and the writer only when it is full; both loops still wait on the
-# bus each time round, so they stay cancellable and never hog the scheduler.
+# pass per message on the hot path. Here the reader yields once per read (it
+# waits for the pipe to be readable after a short read, which drained it, and
+# takes a plain schedule point after a full one, so a flood of input cannot
+# starve the other tasks), and the writer's only schedule point is its wait
+# on the bus; both stay cancellable.
 
 
 def _fd_reader(stream: trio.lowlevel.FdStream) -> Callable[[], Awaitable[bytes]]:
@@ -145,7 +152,9 @@ def _fd_reader(stream: trio.lowlevel.FdStream) -> Callable[[], Awaitable[bytes]]
                 raise trio.ClosedResourceError("file was already closed")
             if drained:
                 await trio.lowlevel.wait_readable(fd)
-                fd = stream.fileno()
+            else:
+                await trio.lowlevel.checkpoint()
+            fd = stream.fileno()
             try:
                 data = os.read(fd, _READ_SIZE)
             except BlockingIOError:

@@ -1,0 +1,48 @@
+"""The benchmark entry point still runs end to end (tiny sizes; no timing is checked).
+
+``python -m bench --quick`` runs every workload once against trio-mcp, the
+echo floor, and whichever official peers are installed (``bash
+bench/setup.sh``); missing ones must show as ``n/a`` with how to install them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_quick_prints_the_table() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "| workload | metric | trio-mcp |" in out
+    for title in (
+        "1. sequential plain tools/call",
+        "2. 200 concurrent plain calls",
+        "3. task call + tasks/result",
+        "running tasks",
+        "5. tasks/list walk",
+        "6. WebSocket",
+    ):
+        assert title in out, title
+    assert "## Targets (issue 7)" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    trio_column = header.index("trio-mcp")
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[trio_column] not in ("", "-") and "error" not in cells[trio_column], row
+        assert not any(cell.startswith("error") for cell in cells), row
+    # A peer that is not installed is reported, never silently left out.
+    for line in out.splitlines():
+        if "not installed" in line:
+            assert "bench/setup.sh" in line

@@ -1,0 +1,92 @@
+"""The NDJSON transport over OS pipes (trio FdStream), read and written directly.
+
+The reader takes one schedule point per read (so a flood cannot starve other
+tasks), the writer joins queued messages into one write (order kept) and
+finishes writes larger than the pipe buffer.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from functools import partial
+
+import trio
+import trio.lowlevel
+
+from trio_mcp.peer._bus import open_bus
+from trio_mcp.peer._jsonrpc import Notification, Request
+from trio_mcp.transports._stdio import run_stream_transport
+
+
+def _pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
+    r, w = os.pipe()
+    return trio.lowlevel.FdStream(r), trio.lowlevel.FdStream(w)
+
+
+async def test_stdio_pipes_flood_does_not_starve_other_tasks() -> None:
+    """A process writing a newline-free flood as fast as it can: other tasks still run."""
+    proc = await trio.lowlevel.open_process(
+        ["cat", "/dev/zero"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+    )
+    assert isinstance(proc.stdout, trio.lowlevel.FdStream)
+    _, our_out = _pipe()
+    _, ends = open_bus()
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(run_stream_transport, proc.stdout, our_out, ends, max_line=1024))
+            nursery.start_soon(ticker)
+            await trio.sleep(0.3)
+            nursery.cancel_scope.cancel()
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert ticks > 10
+
+
+async def test_stdio_pipes_batched_writes_keep_order_and_large_messages() -> None:
+    """Many queued messages, some far larger than a pipe buffer, arrive whole and in order."""
+    a_in, b_out = _pipe()
+    b_in, a_out = _pipe()
+    bus_a, ends_a = open_bus()
+    bus_b, ends_b = open_bus()
+    sizes = [10, 200_000, 5, 1_000_000, 7] * 4
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_stream_transport, a_in, a_out, ends_a)
+        nursery.start_soon(run_stream_transport, b_in, b_out, ends_b)
+
+        async def send_all() -> None:
+            for i, size in enumerate(sizes):
+                await bus_a.outgoing.send(Request(i, "x" * size))
+            await bus_a.outgoing.send(Notification("done"))
+
+        nursery.start_soon(send_all)
+        got = []
+        async for item in bus_b.incoming:
+            if isinstance(item, Notification):
+                break
+            assert isinstance(item, Request)
+            got.append((item.id, len(item.method)))
+        assert got == list(enumerate(sizes))
+        nursery.cancel_scope.cancel()
+
+
+async def test_stdio_pipes_eof_ends_the_incoming_stream() -> None:
+    our_in, their_out = _pipe()
+    _, our_out = _pipe()
+    bus, ends = open_bus()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_stream_transport, our_in, our_out, ends)
+        await their_out.send_all(b'{"jsonrpc":"2.0","method":"a"}\n{"jsonrpc":"2.0","method":"b"}')
+        await their_out.aclose()
+        items = [item async for item in bus.incoming]
+        assert items == [Notification("a"), Notification("b")]
+        nursery.cancel_scope.cancel()

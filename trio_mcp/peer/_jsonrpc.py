@@ -13,6 +13,7 @@ knows which method (or which pending request) they belong to.
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any, Final, TypeAlias
 
@@ -20,10 +21,13 @@ import attrs
 
 from .._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 
-try:  # the optional ``fast`` extra
-    import orjson
+# The optional ``fast`` extra; imported by name so type checking does not
+# depend on whether it is installed.
+orjson: Any
+try:
+    orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover - exercised only without orjson
-    orjson = None  # type: ignore[assignment]
+    orjson = None
 
 RequestId: TypeAlias = "str | int"
 JSON: TypeAlias = Any

@@ -41,16 +41,22 @@ async def _windowed(n: int, window: int, fn: Callable[[int], Awaitable[None]]) -
             nursery.start_soon(worker)
 
 
-async def plain_seq(peer: trio_mcp.Peer, p: dict[str, Any]) -> dict[str, Any]:
+async def _timed_sequential(
+    peer: trio_mcp.Peer,
+    p: dict[str, Any],
+    op: Callable[[], Awaitable[object]],
+    warm: Callable[[], Awaitable[object]] | None = None,
+) -> dict[str, Any]:
+    """Warm up with ``warm`` (default ``op``), then time ``op`` back to back."""
     for _ in range(p["warmup"]):
-        _check_echo(await peer.call_tool("echo", TEXT))
+        await (warm or op)()
     lat: list[float] = []
     async with CpuMeter(peer) as cpu:
         start = time.perf_counter()
         deadline = start + p["duration"]
         while True:
             t0 = time.perf_counter()
-            await peer.call_tool("echo", TEXT)
+            await op()
             t1 = time.perf_counter()
             lat.append(t1 - t0)
             if t1 >= deadline:
@@ -64,6 +70,13 @@ async def plain_seq(peer: trio_mcp.Peer, p: dict[str, Any]) -> dict[str, Any]:
         "p50_ms": percentile(lat, 50) * 1e3,
         "p99_ms": percentile(lat, 99) * 1e3,
     }
+
+
+async def plain_seq(peer: trio_mcp.Peer, p: dict[str, Any]) -> dict[str, Any]:
+    async def checked() -> None:
+        _check_echo(await peer.call_tool("echo", TEXT))
+
+    return await _timed_sequential(peer, p, lambda: peer.call_tool("echo", TEXT), checked)
 
 
 async def plain_concurrent(peer: trio_mcp.Peer, p: dict[str, Any]) -> dict[str, Any]:
@@ -96,28 +109,7 @@ async def _task_roundtrip(peer: trio_mcp.Peer) -> None:
 
 
 async def task_roundtrip(peer: trio_mcp.Peer, p: dict[str, Any]) -> dict[str, Any]:
-    for _ in range(p["warmup"]):
-        await _task_roundtrip(peer)
-    lat: list[float] = []
-    async with CpuMeter(peer) as cpu:
-        start = time.perf_counter()
-        deadline = start + p["duration"]
-        while True:
-            t0 = time.perf_counter()
-            await _task_roundtrip(peer)
-            t1 = time.perf_counter()
-            lat.append(t1 - t0)
-            if t1 >= deadline:
-                break
-        elapsed = time.perf_counter() - start
-    return {
-        **cpu.per_op(len(lat)),
-        "ops": len(lat),
-        "seconds": elapsed,
-        "rate": len(lat) / elapsed,
-        "p50_ms": percentile(lat, 50) * 1e3,
-        "p99_ms": percentile(lat, 99) * 1e3,
-    }
+    return await _timed_sequential(peer, p, lambda: _task_roundtrip(peer))
 
 
 async def _stats(peer: trio_mcp.Peer) -> dict[str, float]:

@@ -31,8 +31,8 @@ import trio.lowlevel
 import trio.testing
 
 import trio_mcp
-from trio_mcp.peer._bus import open_bus
-from trio_mcp.peer._jsonrpc import (
+from trio_mcp.peer._session import open_bus
+from trio_mcp.peer._messages._jsonrpc import (
     Notification,
     Request,
     Undecodable,

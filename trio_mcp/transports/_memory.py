@@ -8,9 +8,7 @@ from contextlib import asynccontextmanager
 import trio
 
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._bus import memory_bus_pair, run_memory_link
-from ..peer._router import Peer, Role, open_peer
+from ..peer import App, Peer, Role, memory_bus_pair, open_peer, run_memory_link
 
 
 @asynccontextmanager

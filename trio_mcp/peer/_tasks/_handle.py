@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
+from typing import Any, Generic, TypeVar, final
 
 import attrs
 import trio
 
-from .._errors import ConnectionClosed, RemoteError, RemoteProtocolError, TrioMcpError
-from ._convert import converter
+from ..._errors import ConnectionClosed, RemoteError, RemoteProtocolError, TrioMcpError
+from .._messages import CreateTaskResult, Task, TaskStatus, converter
+from ._connection import RequestorConnection
 from ._state import TRANSITIONS
-from ._types import Task, TaskStatus
-
-if TYPE_CHECKING:
-    from ._router import Peer
 
 R = TypeVar("R")
 
@@ -41,13 +38,28 @@ class TaskHandle(Generic[R]):
             model-immediate-response text).
     """
 
-    peer: Peer
+    peer: RequestorConnection = attrs.field(repr=False)
     task: Task
     result_type: type[R]
     meta: dict[str, Any] | None = None
     progress_token: str | int | None = None
     _outcome: R | TrioMcpError | None = attrs.field(default=None, init=False)
     _collecting: bool = attrs.field(default=False, init=False)
+
+    @classmethod
+    def from_create_result(
+        cls, peer: RequestorConnection, raw: dict[str, Any], result_type: type[R]
+    ) -> TaskHandle[R]:
+        """Wrap a raw ``CreateTaskResult`` received on ``peer``.
+
+        Raises:
+            RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
+        """
+        try:
+            created = converter.structure(raw, CreateTaskResult)
+        except Exception as exc:
+            raise RemoteProtocolError("expected a CreateTaskResult") from exc
+        return cls(peer, created.task, result_type, meta=created.meta)
 
     @property
     def task_id(self) -> str:
@@ -72,7 +84,7 @@ class TaskHandle(Generic[R]):
             self._release()
 
     def _release(self) -> None:
-        self.peer._status_events.pop(self.task_id, None)
+        self.peer.task_waiters.discard(self.task_id)
         if self.progress_token is not None:
             self.peer.forget_progress(self.progress_token)
             self.progress_token = None
@@ -84,7 +96,7 @@ class TaskHandle(Generic[R]):
             RemoteError: -32602 when the task is unknown (e.g. expired).
             ConnectionClosed: The connection closed.
         """
-        task = await self.peer.get_task(self.task_id)
+        task = await self.peer.request("tasks/get", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task
 
@@ -122,7 +134,7 @@ class TaskHandle(Generic[R]):
         last: tuple[TaskStatus, str | None] | None = None
         try:
             while True:
-                changed = self.peer._status_event(self.task_id)
+                changed = self.peer.task_waiters.event(self.task_id)
                 task = await self.status()
                 if (task.status, task.status_message) != last:
                     last = (task.status, task.status_message)
@@ -139,9 +151,7 @@ class TaskHandle(Generic[R]):
         finally:
             # Stopped early (an error such as an expired task, or the caller
             # gave up): drop the wake-up event unless another follower waits.
-            event = self.peer._status_events.get(self.task_id)
-            if event is not None and not event.statistics().tasks_waiting:
-                del self.peer._status_events[self.task_id]
+            self.peer.task_waiters.discard_if_unwaited(self.task_id)
 
     async def wait(self) -> Task:
         """Follow the task until it is terminal and return its final snapshot.
@@ -184,7 +194,7 @@ class TaskHandle(Generic[R]):
         Raises:
             RemoteError: -32602 when it is unknown or already terminal.
         """
-        task = await self.peer.cancel_task(self.task_id)
+        task = await self.peer.request("tasks/cancel", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task
 

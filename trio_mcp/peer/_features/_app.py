@@ -9,13 +9,11 @@ connect (as an MCP client); the role of each connection only decides who sends
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import Any, TypeVar, final, overload
 
 import attrs
 
-from ._registry import TaskLimits, TaskRegistry, TaskStore
-from ._tools import ToolFunction, ToolSpec, make_tool_spec
-from ._types import (
+from .._messages import (
     ClientCapabilities,
     CreateMessageParams,
     CreateMessageResult,
@@ -23,14 +21,16 @@ from ._types import (
     ElicitResult,
     Implementation,
     ServerCapabilities,
+    converter,
 )
-
-if TYPE_CHECKING:
-    from ._context import RequestContext
+from .._tasks import TaskLimits, TaskRegistry, TaskStore
+from ._catalog import declared_client_capabilities, declared_server_capabilities
+from ._context import RequestContext
+from ._toolspec import ToolFunction, ToolSpec, make_tool_spec
 
 F = TypeVar("F", bound=ToolFunction)
-SamplingHandler = Callable[["RequestContext", CreateMessageParams], Awaitable[CreateMessageResult]]
-ElicitationHandler = Callable[["RequestContext", ElicitParams], Awaitable[ElicitResult]]
+SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
+ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitResult]]
 
 
 @final
@@ -77,6 +77,10 @@ class App:
         """This side's ``Implementation`` object."""
         return Implementation(self.name, self.version)
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -88,11 +92,26 @@ class App:
         annotations: dict[str, Any] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
-    ) -> Callable[[F], F]:
-        """Register an async function as a tool.
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+        task_support: str = "forbidden",
+        immediate_response: str | None = None,
+    ) -> Callable[[F], F] | F:
+        """Register an async function as a tool: ``@app.tool`` or ``@app.tool(...)``.
 
         Args:
-            name: Tool name; the function's name by default.
+            name: Tool name; the function's name by default. (Used bare,
+                ``@app.tool`` receives the function here and registers it
+                with the defaults.)
             title: Display title.
             description: Description; the function's docstring by default.
             input_schema: JSON Schema of the arguments; derived from the
@@ -106,19 +125,23 @@ class App:
                 when the tool is called as a task.
 
         Returns:
-            A decorator that registers the function and returns it unchanged.
+            A decorator that registers the function and returns it unchanged
+            (or, used bare, the function itself, registered).
 
         Raises:
             TypeError: The function is not ``async``.
             ValueError: Bad ``task_support``, or the name is taken.
         """
-        from ._context import RequestContext
+        if callable(name):
+            fn, name = name, None
+            return self.tool()(fn)
+        tool_name = name
 
         def register(fn: F) -> F:
             spec = make_tool_spec(
                 fn,
                 context_type=RequestContext,
-                name=name,
+                name=tool_name,
                 title=title,
                 description=description,
                 input_schema=input_schema,
@@ -161,24 +184,9 @@ class App:
         return any(s.tool.task_support != "forbidden" for s in self.tools.values())
 
     def server_capabilities(self) -> ServerCapabilities:
-        """The capabilities this App declares when it is the server."""
-        tasks: dict[str, Any] | None = None
-        if self.host_tasks and self.task_tools():
-            tasks = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        return ServerCapabilities(tools={"listChanged": False} if self.tools else None, tasks=tasks)
+        """The capabilities this App declares when it is the server (from its features)."""
+        return converter.structure(declared_server_capabilities(self), ServerCapabilities)
 
     def client_capabilities(self) -> ClientCapabilities:
-        """The capabilities this App declares when it is the client."""
-        requests: dict[str, Any] = {}
-        if self.sampling_handler is not None:
-            requests["sampling"] = {"createMessage": {}}
-        if self.elicitation_handler is not None:
-            requests["elicitation"] = {"create": {}}
-        tasks = None
-        if self.host_tasks and requests:
-            tasks = {"list": {}, "cancel": {}, "requests": requests}
-        return ClientCapabilities(
-            sampling={} if self.sampling_handler is not None else None,
-            elicitation={"form": {}} if self.elicitation_handler is not None else None,
-            tasks=tasks,
-        )
+        """The capabilities this App declares when it is the client (from its features)."""
+        return converter.structure(declared_client_capabilities(self), ClientCapabilities)

@@ -22,7 +22,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from ._types import (
+from .._messages import (
     CallToolResult,
     ContentBlock,
     OtherContent,

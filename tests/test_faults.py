@@ -37,10 +37,9 @@ import trio.testing
 
 import trio_mcp
 from trio_mcp import TaskStatus
-from trio_mcp.peer._session import _outbound
-from trio_mcp.peer._session import _session as _session_module
-from trio_mcp.peer._session import memory_bus_pair, open_bus, run_memory_link
 from trio_mcp.peer._messages._jsonrpc import ErrorResponse, Notification, Request, Response
+from trio_mcp.peer._session import _outbound, memory_bus_pair, open_bus, run_memory_link
+from trio_mcp.peer._session import _session as _session_module
 
 from .fuzz_wire import StdioTarget
 from .helpers import ROOT, client_app

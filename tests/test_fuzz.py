@@ -38,11 +38,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp.peer._session import _outbound
-from trio_mcp.peer._session import open_bus
-from trio_mcp.peer._messages._jsonrpc import Request, _dumps, decode_message
-from trio_mcp.peer._tasks._state import TRANSITIONS
 from trio_mcp.peer._messages import TaskStatus
+from trio_mcp.peer._messages._jsonrpc import Request, _dumps, decode_message
+from trio_mcp.peer._session import _outbound, open_bus
+from trio_mcp.peer._tasks._state import TRANSITIONS
 
 from .conftest import RECORDED
 from .fuzz_wire import SENTINEL, MemoryTarget, StdioTarget, Target

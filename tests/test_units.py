@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp.peer._messages import from_wire, to_wire
+from trio_mcp.peer._messages import (
+    CallToolParams,
+    InitializeParams,
+    Task,
+    TaskStatus,
+    Tool,
+    from_wire,
+    to_wire,
+)
 from trio_mcp.peer._messages._jsonrpc import (
     ErrorData,
     ErrorResponse,
@@ -23,7 +31,6 @@ from trio_mcp.peer._messages._jsonrpc import (
     encode_message,
 )
 from trio_mcp.peer._tasks._state import TRANSITIONS, IllegalTransition, TaskEvent, next_status
-from trio_mcp.peer._messages import CallToolParams, InitializeParams, Task, TaskStatus, Tool
 from trio_mcp.transports._framing import LineBuffer, LineTooLong
 
 # --- JSON-RPC envelopes -------------------------------------------------------------------

@@ -27,8 +27,10 @@ from ._errors import LocalUsageError as LocalUsageError
 from ._errors import McpError as McpError
 from ._errors import RemoteError as RemoteError
 from ._errors import RemoteProtocolError as RemoteProtocolError
+from ._errors import TaskCancelled as TaskCancelled
+from ._errors import TaskFailed as TaskFailed
 from ._errors import TrioMcpError as TrioMcpError
-from .peer._features import App as App
+from ._runner import App as App
 from .peer._features import Peer as Peer
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
@@ -77,6 +79,7 @@ from .peer._tasks import TaskRecord as TaskRecord
 from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
+from .transports._memory import MemoryPair as MemoryPair
 from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
 from .transports._stdio import serve_stdio as serve_stdio
@@ -88,3 +91,74 @@ from .transports._websocket import serve_websocket as serve_websocket
 from .transports._websocket import wrap_websocket as wrap_websocket
 
 __version__ = "0.1.0"
+
+#: The public names, for ``help(trio_mcp)`` and ``from trio_mcp import *``.
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "LATEST_PROTOCOL_VERSION",
+    "METHOD_NOT_FOUND",
+    "MODEL_IMMEDIATE_RESPONSE_META",
+    "PARSE_ERROR",
+    "RELATED_TASK_META",
+    "RESOURCE_LIMIT",
+    "App",
+    "CallToolResult",
+    "ClientCapabilities",
+    "ConnectionClosed",
+    "CreateMessageParams",
+    "CreateMessageResult",
+    "CreateTaskResult",
+    "ElicitParams",
+    "ElicitResult",
+    "ErrorResponse",
+    "IllegalTransition",
+    "Implementation",
+    "ListTasksResult",
+    "ListToolsResult",
+    "LocalUsageError",
+    "McpError",
+    "MemoryPair",
+    "MemoryTaskStore",
+    "MessageBus",
+    "Notification",
+    "Peer",
+    "ProgressParams",
+    "RemoteError",
+    "RemoteProtocolError",
+    "Request",
+    "RequestContext",
+    "Response",
+    "Role",
+    "SamplingMessage",
+    "ServerCapabilities",
+    "Task",
+    "TaskCancelled",
+    "TaskEvent",
+    "TaskFailed",
+    "TaskHandle",
+    "TaskLimits",
+    "TaskRecord",
+    "TaskRegistry",
+    "TaskStatus",
+    "TaskStore",
+    "TextContent",
+    "Tool",
+    "TrioMcpError",
+    "Undecodable",
+    "WebSocketAddress",
+    "memory_bus_pair",
+    "next_status",
+    "open_bus",
+    "open_memory_pair",
+    "open_peer",
+    "open_stdio_client",
+    "open_websocket_client",
+    "origin_allowed",
+    "run_memory_link",
+    "serve_stdio",
+    "serve_websocket",
+    "wrap_stdio_streams",
+    "wrap_websocket",
+]

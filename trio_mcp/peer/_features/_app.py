@@ -9,7 +9,7 @@ connect (as an MCP client); the role of each connection only decides who sends
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, final, overload
+from typing import Any, TypeVar, overload
 
 import attrs
 
@@ -33,7 +33,6 @@ SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[Crea
 ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitResult]]
 
 
-@final
 @attrs.define(eq=False)
 class App:
     """What this side of MCP offers: tools, client-side handlers, and tasks.
@@ -161,21 +160,45 @@ class App:
         """The model-immediate-response text registered for ``tool_name``."""
         return self._immediate.get(tool_name)
 
-    def on_sampling(self, handler: SamplingHandler) -> SamplingHandler:
+    @overload
+    def on_sampling(self, handler: SamplingHandler, /) -> SamplingHandler: ...
+
+    @overload
+    def on_sampling(self) -> Callable[[SamplingHandler], SamplingHandler]: ...
+
+    def on_sampling(
+        self, handler: SamplingHandler | None = None
+    ) -> SamplingHandler | Callable[[SamplingHandler], SamplingHandler]:
         """Register the handler that answers ``sampling/createMessage``.
+
+        Use it bare (``@app.on_sampling``) or called (``@app.on_sampling()``).
 
         The client then declares the ``sampling`` capability (and, with
         ``host_tasks``, ``tasks.requests.sampling.createMessage``).
         """
+        if handler is None:
+            return self.on_sampling
         self.sampling_handler = handler
         return handler
 
-    def on_elicitation(self, handler: ElicitationHandler) -> ElicitationHandler:
+    @overload
+    def on_elicitation(self, handler: ElicitationHandler, /) -> ElicitationHandler: ...
+
+    @overload
+    def on_elicitation(self) -> Callable[[ElicitationHandler], ElicitationHandler]: ...
+
+    def on_elicitation(
+        self, handler: ElicitationHandler | None = None
+    ) -> ElicitationHandler | Callable[[ElicitationHandler], ElicitationHandler]:
         """Register the handler that answers ``elicitation/create`` (form mode).
+
+        Use it bare (``@app.on_elicitation``) or called (``@app.on_elicitation()``).
 
         The client then declares ``elicitation: {form: {}}`` (and, with
         ``host_tasks``, ``tasks.requests.elicitation.create``).
         """
+        if handler is None:
+            return self.on_elicitation
         self.elicitation_handler = handler
         return handler
 

@@ -120,6 +120,13 @@ class RequestContext:
         Raises:
             LocalUsageError: The client did not declare elicitation.
             RemoteError: The client answered with a JSON-RPC error.
+            ConnectionClosed: No connection to the requestor remained.
+
+        Cancellation: stops waiting for the answer. Outside a task the
+            request is withdrawn with ``notifications/cancelled``; inside a
+            task a question already delivered may still be answered, and the
+            answer is dropped. A task in ``input_required`` goes back to
+            ``working`` when its last open question ends.
         """
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.elicitation is None:
@@ -154,6 +161,9 @@ class RequestContext:
         Raises:
             LocalUsageError: The client did not declare sampling.
             RemoteError: The client answered with a JSON-RPC error.
+            ConnectionClosed: No connection to the requestor remained.
+
+        Cancellation: as for :meth:`elicit`.
         """
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.sampling is None:

@@ -8,7 +8,14 @@ from typing import Any, Generic, TypeVar, final
 import attrs
 import trio
 
-from ..._errors import ConnectionClosed, RemoteError, RemoteProtocolError, TrioMcpError
+from ..._errors import (
+    ConnectionClosed,
+    RemoteError,
+    RemoteProtocolError,
+    TaskCancelled,
+    TaskFailed,
+    TrioMcpError,
+)
 from .._messages import CreateTaskResult, Task, TaskStatus, converter
 from ._connection import RequestorConnection
 from ._state import TRANSITIONS
@@ -94,7 +101,12 @@ class TaskHandle(Generic[R]):
 
         Raises:
             RemoteError: -32602 when the task is unknown (e.g. expired).
+            RemoteProtocolError: The receiver answered about another task,
+                or moved a terminal task.
             ConnectionClosed: The connection closed.
+
+        Cancellation: sends ``notifications/cancelled`` for the ``tasks/get``;
+            the task itself is unaffected.
         """
         task = await self.peer.request("tasks/get", {"taskId": self.task_id}, Task)
         self._observe(task)
@@ -111,7 +123,10 @@ class TaskHandle(Generic[R]):
             self._outcome = exc
 
     async def _fetch_result(self) -> R:
-        raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
+        try:
+            raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
+        except RemoteError as exc:
+            raise await self._typed_error(exc) from None
         if self.result_type is dict:
             return raw  # type: ignore[return-value]
         try:
@@ -120,6 +135,20 @@ class TaskHandle(Generic[R]):
             raise RemoteProtocolError(
                 f"tasks/result for {self.task_id} does not fit {self.result_type.__name__}"
             ) from exc
+
+    async def _typed_error(self, exc: RemoteError) -> RemoteError:
+        """Tell a cancelled or failed task from other errors (one ``tasks/get`` if needed)."""
+        task = self.task
+        if not task.status.is_terminal:
+            try:
+                task = await self.status()
+            except TrioMcpError:
+                return exc
+        if task.status is TaskStatus.CANCELLED:
+            return TaskCancelled(exc.code, exc.message, exc.data, task=task)
+        if task.status is TaskStatus.FAILED:
+            return TaskFailed(exc.code, exc.message, exc.data, task=task)
+        return exc
 
     async def __aiter__(self) -> AsyncIterator[Task]:
         """Yield each new snapshot until the task is terminal.
@@ -170,11 +199,24 @@ class TaskHandle(Generic[R]):
         send this peer the task's side-channel requests (elicitation,
         sampling), which the registered handlers answer.
 
+        Outcomes, by the task's final status:
+
+        * ``completed``: the result, typed as ``R`` (e.g. ``CallToolResult``);
+        * ``failed`` with a result (a tool that reported failure): that
+          result, with ``is_error`` set;
+        * ``failed`` with a JSON-RPC error: raises :class:`~trio_mcp.TaskFailed`;
+        * ``cancelled``: raises :class:`~trio_mcp.TaskCancelled`.
+
         Raises:
-            RemoteError: The underlying request's JSON-RPC error (also for a
-                cancelled task), or -32602 for an unknown or expired task.
+            TaskCancelled: The task was cancelled (it has no result).
+            TaskFailed: The underlying request failed with a JSON-RPC error.
+            RemoteError: -32602 for an unknown or expired task.
             RemoteProtocolError: The payload does not fit the result type.
-            ConnectionClosed: The connection closed first.
+            ConnectionClosed: The connection closed first (the handle may
+                fetch again).
+
+        Cancellation: stops waiting (``notifications/cancelled`` is sent for
+            the ``tasks/result``); the task itself is unaffected.
         """
         if self._outcome is None:
             await self._collect()
@@ -193,6 +235,10 @@ class TaskHandle(Generic[R]):
 
         Raises:
             RemoteError: -32602 when it is unknown or already terminal.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: the cancel may or may not have reached the receiver;
+            :meth:`status` tells.
         """
         task = await self.peer.request("tasks/cancel", {"taskId": self.task_id}, Task)
         self._observe(task)

@@ -72,6 +72,7 @@ from .peer._session import open_bus as open_bus
 from .peer._session import run_memory_link as run_memory_link
 from .peer._tasks import IllegalTransition as IllegalTransition
 from .peer._tasks import MemoryTaskStore as MemoryTaskStore
+from .peer._tasks import SqliteTaskStore as SqliteTaskStore
 from .peer._tasks import TaskEvent as TaskEvent
 from .peer._tasks import TaskHandle as TaskHandle
 from .peer._tasks import TaskLimits as TaskLimits
@@ -79,6 +80,7 @@ from .peer._tasks import TaskRecord as TaskRecord
 from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
+from .peer._tasks import open_task_store as open_task_store
 from .transports._memory import MemoryPair as MemoryPair
 from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
@@ -133,6 +135,7 @@ __all__ = [
     "Role",
     "SamplingMessage",
     "ServerCapabilities",
+    "SqliteTaskStore",
     "Task",
     "TaskCancelled",
     "TaskEvent",
@@ -154,6 +157,7 @@ __all__ = [
     "open_memory_pair",
     "open_peer",
     "open_stdio_client",
+    "open_task_store",
     "open_websocket_client",
     "origin_allowed",
     "run_memory_link",

@@ -44,7 +44,9 @@ class App:
         limits: Task limits (TTL bounds, caps, page size, poll interval).
         host_tasks: Declare and accept task-augmented requests for the
             request types this App can answer (default True).
-        store: Where task records live; in memory by default.
+        store: Where task records live: a :class:`TaskStore` or a URL
+            (``"sqlite:///tasks.db"``: durable across restarts); in memory
+            by default.
 
     Example::
 
@@ -61,7 +63,7 @@ class App:
     instructions: str | None = None
     limits: TaskLimits = attrs.field(factory=TaskLimits)
     host_tasks: bool = True
-    store: TaskStore | None = None
+    store: TaskStore | str | None = None
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)

@@ -15,8 +15,9 @@ class (that would be an import cycle): they see the app through
 from __future__ import annotations
 
 import enum
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import trio
 
@@ -25,6 +26,11 @@ from .._session import MessageBus, ProgressCallback, Session
 from .._tasks import StatusWaiters, TaskRegistry
 
 T = TypeVar("T")
+
+#: Distinguishes this process's connections from an earlier one's: a task of
+#: an anonymous connection, kept by a durable store, can never be reached by a
+#: new connection that happens to get the same number after a restart.
+_INSTANCE: Final = secrets.token_hex(4)
 
 
 class Role(enum.Enum):
@@ -144,7 +150,7 @@ class PeerCore:
         """
         if self.bus.context is not None:
             return f"identity:{self.bus.context}"
-        return f"connection:{self.session.connection_id}"
+        return f"connection:{_INSTANCE}:{self.session.connection_id}"
 
     @property
     def is_open(self) -> bool:

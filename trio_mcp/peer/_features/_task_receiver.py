@@ -99,8 +99,11 @@ class TaskReceiver(PeerCore):
     async def _on_tasks_get(self, req: Request) -> Task:
         self._require_tasks()
         task_id = self._task_id_param(req)
-        self.app.registry.check_rate(self.context)
-        return self.app.registry.get(self.context, task_id)
+        registry = self.app.registry
+        registry.check_rate(self.context)
+        task = registry.get(self.context, task_id)
+        await registry.settle()  # a status is told only once it is durable
+        return task
 
     async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
@@ -113,10 +116,14 @@ class TaskReceiver(PeerCore):
         params = from_wire(req.params or {}, PaginatedParams)
         self.app.registry.check_rate(self.context)
         tasks, cursor = self.app.registry.list(self.context, params.cursor)
+        await self.app.registry.settle()
         return ListTasksResult(tasks, cursor)
 
     async def _on_tasks_cancel(self, req: Request) -> Task:
         self._require_tasks("cancel")
         task_id = self._task_id_param(req)
-        self.app.registry.check_rate(self.context)
-        return self.app.registry.cancel(self.context, task_id)
+        registry = self.app.registry
+        registry.check_rate(self.context)
+        task = registry.cancel(self.context, task_id)
+        await registry.settle()
+        return task

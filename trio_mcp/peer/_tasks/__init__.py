@@ -12,6 +12,8 @@ from ._connection import TaskConnection as TaskConnection
 from ._handle import TaskHandle as TaskHandle
 from ._limits import TaskLimits as TaskLimits
 from ._registry import TaskRegistry as TaskRegistry
+from ._sqlite import SqliteTaskStore as SqliteTaskStore
+from ._sqlite import open_task_store as open_task_store
 from ._state import TRANSITIONS as TRANSITIONS
 from ._state import IllegalTransition as IllegalTransition
 from ._state import TaskEvent as TaskEvent

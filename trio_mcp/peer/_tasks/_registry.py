@@ -31,18 +31,19 @@ import heapq
 import logging
 import math
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
 import trio
 
-from ..._errors import INVALID_PARAMS, RESOURCE_LIMIT, McpError
+from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._actor import TaskActor, Work
 from ._connection import TaskConnection
 from ._ledger import TaskLedger
 from ._limits import CursorCodec, RateLimiter, TaskLimits
+from ._sqlite import open_task_store
 from ._state import INITIAL_STATUS, TaskEvent
 from ._store import TaskRecord, TaskStore, now_iso
 
@@ -64,16 +65,23 @@ class TaskRegistry(TaskLedger):
 
     Args:
         limits: The bounds on TTLs, counts, pages and rates.
-        store: Where records live; :class:`MemoryTaskStore` by default.
+        store: Where records live: a :class:`TaskStore`, or a URL for
+            :func:`open_task_store` (``"sqlite:///tasks.db"``);
+            :class:`MemoryTaskStore` by default.
     """
 
-    def __init__(self, limits: TaskLimits | None = None, *, store: TaskStore | None = None):
-        super().__init__(limits or TaskLimits(), store)
+    def __init__(
+        self, limits: TaskLimits | None = None, *, store: TaskStore | str | None = None
+    ):
+        resolved: TaskStore | None = open_task_store(store) if isinstance(store, str) else store
+        super().__init__(limits or TaskLimits(), resolved)
         self._seq = 0
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
         self._rate = RateLimiter(self.limits.rate_per_second, self.limits.rate_burst)
+        # A durable store (SqliteTaskStore...) has these; the memory store not.
+        self._store_sync: Callable[[], Awaitable[None]] | None = getattr(self.store, "sync", None)
 
     # --- running -----------------------------------------------------------------------
 
@@ -91,14 +99,48 @@ class TaskRegistry(TaskLedger):
             finally:
                 self._users -= 1
             return
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._reap)
-            try:
-                yield self
-            finally:
-                self._nursery = None
-                nursery.cancel_scope.cancel()
+        opener = getattr(self.store, "open", None)
+        if opener is not None:
+            self._restore(await opener())
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._reap)
+                try:
+                    yield self
+                finally:
+                    self._nursery = None
+                    nursery.cancel_scope.cancel()
+        finally:
+            closer = getattr(self.store, "aclose", None)
+            if closer is not None:
+                with trio.CancelScope(shield=True):
+                    await closer()
+
+    def _restore(self, restored: Any) -> None:
+        """Take over what a durable store loaded: sequence, cursor key, deadlines."""
+        self._cursors = CursorCodec(restored.cursor_secret)
+        for record in restored.records:
+            self._seq = max(self._seq, record.seq)
+            if record.deadline != math.inf:
+                heapq.heappush(self._expiry, (record.deadline, record.task_id))
+        self._reaper_wakeup.set()
+        audit.info(
+            "task store restored records=%d lost=%d", len(restored.records), restored.lost
+        )
+
+    async def settle(self) -> None:
+        """Wait until every change is durable in the store (a no-op in memory).
+
+        Called before anything is acknowledged to a requestor.
+
+        Raises:
+            McpError: The store is failing (e.g. disk full); nothing was lost.
+
+        Cancellation: stops waiting; the writes go on.
+        """
+        if self._store_sync is not None:
+            await self._store_sync()
 
     @property
     def is_running(self) -> bool:
@@ -205,6 +247,11 @@ class TaskRegistry(TaskLedger):
             "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
         )
         await self._nursery.start(actor.run, work)
+        try:
+            await self.settle()  # the CreateTaskResult promises a task that exists
+        except McpError:
+            self._delete(record.task_id)
+            raise
         return actor
 
     # --- requestor operations -------------------------------------------------------------
@@ -238,9 +285,13 @@ class TaskRegistry(TaskLedger):
                 nursery.cancel_scope.cancel()
             record = self.lookup(owner, task_id)
         audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)
+        await self.settle()
         outcome = record.outcome
-        if record.status is TaskStatus.CANCELLED or outcome is None:
+        if record.status is TaskStatus.CANCELLED:
             outcome = CANCELLED_RESULT
+        elif outcome is None:
+            # Failed without an outcome: its process died while it ran.
+            outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
         if isinstance(outcome, ErrorData):
             raise McpError(outcome.code, outcome.message, outcome.data)
         result = dict(outcome)

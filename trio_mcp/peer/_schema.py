@@ -33,8 +33,10 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import enum
+import functools
 import inspect
 import json
+import operator
 import re
 import sys
 import types
@@ -816,6 +818,34 @@ def _pydantic_hook(model: Any) -> Hook:
     return structure
 
 
+_SCALAR_HOOKS: Final[dict[Any, Hook]] = {
+    str: _strict("string", str),
+    int: _strict("integer", int),
+    float: _strict("number", int, float, cast=float),
+    bool: _strict("boolean", bool),
+}
+
+
+def _scalar_hook(tp: Any) -> Hook:
+    if issubclass(tp, enum.Enum):
+        return _enum_hook(tp)
+    for base, check in _SCALAR_HOOKS.items():
+        if issubclass(tp, base):  # a subclass of str/int/float: check, then convert
+
+            def structure(value: Any, typ: Any, check: Hook = check) -> Any:
+                return typ(check(value, typ))
+
+            return structure
+    raise TypeError(f"no structure hook for {tp!r}")  # pragma: no cover
+
+
+def _structure_scalar(value: Any, tp: Any) -> Any:
+    hook = _SCALAR_HOOKS.get(tp)
+    if hook is None:
+        hook = _SCALAR_HOOKS[tp] = _scalar_hook(tp)
+    return hook(value, tp)
+
+
 def _is_literal(tp: Any) -> bool:
     return typing.get_origin(tp) is Literal
 
@@ -839,13 +869,14 @@ def _is_wrapper(tp: Any) -> bool:
 
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True, prefer_attrib_converters=False)
-    conv.register_structure_hook(Any, _passthrough)
-    conv.register_structure_hook_func(lambda tp: tp is object, _passthrough)
-    conv.register_structure_hook(_NONE, _structure_none)
-    conv.register_structure_hook(str, _strict("string", str))
-    conv.register_structure_hook(int, _strict("integer", int))
-    conv.register_structure_hook(float, _strict("number", int, float, cast=float))
-    conv.register_structure_hook(bool, _strict("boolean", bool))
+    conv.register_structure_hook_func(functools.partial(operator.is_, Any), _passthrough)
+    conv.register_structure_hook_func(functools.partial(operator.is_, object), _passthrough)
+    conv.register_structure_hook_func(functools.partial(operator.is_, _NONE), _structure_none)
+    # cattrs looks class hooks up by MRO before anything else, and has its own
+    # (lenient) ones for these bases: replace them with one that is strict,
+    # and tells an IntEnum or a ``str`` subclass from the plain type.
+    for base in (str, int, float, bool, enum.Enum):
+        conv.register_structure_hook(base, _structure_scalar)
 
     def origin_in(*choices: Any) -> Callable[[Any], bool]:
         def predicate(tp: Any) -> bool:

@@ -348,7 +348,7 @@ def test_structure_nested_classes_arrive_as_their_types() -> None:
 
     kwargs = bind(tool, {
         "shape": {"name": "s", "points": [{"x": 1}, {"x": 2, "y": 3}], "color": "green"},
-        "opts": {"verbose": True},
+        "opts": {"verbose": True, "depth": 2},
         "tree": {"value": 1, "children": [{"value": 2}]},
         "colors": ["red"],
         "pair": [1, {"x": 5}],
@@ -357,7 +357,7 @@ def test_structure_nested_classes_arrive_as_their_types() -> None:
         "ignored": 1,
     })
     assert kwargs["shape"] == Shape("s", [Point(1), Point(2, 3)], Color.GREEN)
-    assert kwargs["opts"] == {"verbose": True}
+    assert kwargs["opts"] == {"verbose": True, "depth": 2}
     assert kwargs["tree"] == Node(1, [Node(2)])
     assert kwargs["colors"] == {Color.RED}
     assert kwargs["pair"] == (1, Point(5))

@@ -770,7 +770,8 @@ def _type_name(tp: Any) -> str:
 
 def _typeddict_hook(conv: cattrs.Converter, tp: Any) -> Hook:
     # Our own, not cattrs': the required keys must come from the resolved hints.
-    plan = [(f.name, f.type, conv.get_structure_hook(f.type), f.required) for f in _fields(tp)]
+    fields = [(f, _strip(f.type)[0]) for f in _fields(tp)]
+    plan = [(f.name, t, conv.get_structure_hook(t), f.required) for f, t in fields]
     known = frozenset(f[0] for f in plan)
 
     def structure(value: Any, _: Any) -> Any:
@@ -827,6 +828,9 @@ _SCALAR_HOOKS: Final[dict[Any, Hook]] = {
 
 
 def _scalar_hook(tp: Any) -> Hook:
+    if not isinstance(tp, type):  # e.g. NotRequired[int], which cattrs sends here
+        base = _strip(tp)[0]
+        return lambda value, _: _structure_scalar(value, base)
     if issubclass(tp, enum.Enum):
         return _enum_hook(tp)
     for base, check in _SCALAR_HOOKS.items():

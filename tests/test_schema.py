@@ -472,6 +472,15 @@ def test_output_none_and_any_have_no_schema() -> None:
     assert output_shape(type(None)) is None
 
 
+def test_output_values_already_json_are_passed_through_uncopied() -> None:
+    for tp, value in [(dict[str, Any], {"a": [1]}), (list[dict[str, int]], [{"a": 1}]),
+                      (int, 3), (dict[str, list[str] | None], {"a": None})]:
+        shape = output_shape(tp)
+        assert shape is not None and shape.serialize(value) is value
+    shape = output_shape(list[Point])
+    assert shape is not None and shape.serialize([Point(1)]) == [{"x": 1, "y": 0}]
+
+
 def test_output_sets_tuples_and_enums_serialize_as_json() -> None:
     shape = output_shape(tuple[set[int], Color])
     assert shape is not None

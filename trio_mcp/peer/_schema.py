@@ -989,7 +989,25 @@ def _identity(tp: Any) -> bool:
         return args[0] is Any
     if origin is dict:
         return args == (str, Any)
-    return not SchemaBuilder().schema(tp)  # no schema: passed through as JSON
+    if _is_structured_class(tp) or _is_enum(tp) or _pydantic_model(tp):
+        return False
+    container = origin or tp
+    if container in _SEQUENCES or container in _SETS or container in _MAPPINGS:
+        return False
+    return container is not tuple  # else a type with no schema: passed through as JSON
+
+
+def _json_container(tp: Any) -> bool:
+    """``list``/``dict`` nesting of JSON scalars only: already JSON as it is."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is list:
+        return _identity(args[0]) or _json_container(args[0])
+    if origin is dict:
+        return args[0] is str and (_identity(args[1]) or _json_container(args[1]))
+    if origin in _UNIONS:
+        return all(_identity(m) or _json_container(m) for m in args)
+    return False
 
 
 def needs_structuring(tp: Any) -> bool:
@@ -1012,9 +1030,19 @@ def structure_hook(tp: Any) -> Hook:
     return converter.get_structure_hook(tp)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def serializer(tp: Any) -> Callable[[Any], Any]:
-    """A function turning a value of type ``tp`` into JSON."""
+    """A function turning a value of type ``tp`` into JSON.
+
+    A type whose values are JSON already (``dict[str, Any]``, ``int``,
+    ``list[str]``, ...) gives the identity: nothing is copied per call.
+    """
     tp, _ = _strip(tp)
+    if _identity(tp) or _json_container(tp):
+        return _same
     if _pydantic_model(tp):
         return lambda value: value.model_dump(mode="json")
     return converter.get_unstructure_hook(tp)

@@ -377,3 +377,29 @@ async def test_tool_schemas_pydantic_model_argument_and_result() -> None:
     assert tool.output_schema is not None and tool.output_schema["type"] == "object"
     assert ok.structured_content == {"item": "tea", "qty": 4}
     assert bad.is_error and "argument 'order.qty'" in bad.text
+
+
+def test_tool_schemas_registration_rejects_what_is_not_a_tool_function() -> None:
+    app = trio_mcp.App("s")
+
+    async def stream() -> Any:  # an async generator is not a tool
+        yield 1
+
+    with pytest.raises(TypeError, match="must be a function"):
+        app.tool()(stream)
+    with pytest.raises(TypeError, match="must be a function"):
+        app.tool(name="x")(42)  # type: ignore[type-var]
+
+
+async def test_tool_schemas_object_with_async_call_is_awaited() -> None:
+    class Greeter:
+        __name__ = "greet"
+
+        async def __call__(self, name: str) -> str:
+            return f"hi {name}"
+
+    app = trio_mcp.App("s")
+    app.tool()(Greeter())
+    async with trio_mcp.open_memory_pair(app) as (client, _):
+        result = await client.call_tool("greet", {"name": "ann"})
+    assert result.text == "hi ann"

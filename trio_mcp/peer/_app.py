@@ -89,7 +89,12 @@ class App:
         task_support: str = "forbidden",
         immediate_response: str | None = None,
     ) -> Callable[[F], F]:
-        """Register an async function as a tool.
+        """Register a function as a tool: ``async def``, or plain ``def`` (run in a thread).
+
+        Parameters are described by JSON Schemas derived from their type
+        hints and from the docstring's ``Args:`` section, and arguments
+        arrive structured into those types (see :mod:`trio_mcp.peer._tools`
+        for what a sync tool does when cancelled).
 
         Args:
             name: Tool name; the function's name by default.
@@ -97,7 +102,8 @@ class App:
             description: Description; the function's docstring by default.
             input_schema: JSON Schema of the arguments; derived from the
                 signature when omitted.
-            output_schema: JSON Schema of ``structuredContent``.
+            output_schema: JSON Schema of ``structuredContent``; derived from
+                a structured return annotation when omitted.
             annotations: Tool annotations (hints) as a JSON object.
             task_support: ``"forbidden"`` (default), ``"optional"`` or
                 ``"required"``: listed as ``execution.taskSupport``.
@@ -109,7 +115,7 @@ class App:
             A decorator that registers the function and returns it unchanged.
 
         Raises:
-            TypeError: The function is not ``async``.
+            TypeError: Not a function, or an async generator function.
             ValueError: Bad ``task_support``, or the name is taken.
         """
         from ._context import RequestContext

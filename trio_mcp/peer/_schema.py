@@ -1160,6 +1160,18 @@ def output_shape(tp: Any) -> OutputShape | None:
     return OutputShape(builder.document(wrapped), True, serializer(tp))
 
 
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Type hints of a function, a ``functools.partial`` or an object with ``__call__``."""
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, not callable()
+    for target in (fn, getattr(fn, "func", None), call):
+        if target is not None:
+            try:
+                return typing.get_type_hints(target, include_extras=True)
+            except TypeError:
+                continue
+    return {}
+
+
 def analyze_signature(
     fn: Callable[..., Any],
     *,
@@ -1179,7 +1191,7 @@ def analyze_signature(
         The :class:`ToolSignature`.
     """
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn, include_extras=True)
+    hints = _hints(fn)
     docs = docstring_args(inspect.getdoc(fn))
     builder = SchemaBuilder()
     properties: JsonSchema = {}

@@ -103,6 +103,10 @@ def weather_app() -> trio_mcp.App:
         return text
 
     @app.tool()
+    async def maybe(text: str) -> str | None:
+        return text or None
+
+    @app.tool()
     async def raw(text: str) -> CallToolResult:
         return CallToolResult(content=[TextContent(text)])
 
@@ -188,7 +192,7 @@ async def test_tool_schemas_output_schema_only_for_structured_returns() -> None:
     }
     assert tools["tree"].output_schema is not None
     assert tools["tree"].output_schema["type"] == "object"
-    for name in ("plan", "echo", "raw", "blocks"):
+    for name in ("plan", "echo", "maybe", "raw", "blocks"):
         assert tools[name].output_schema is None, name
 
 
@@ -236,6 +240,8 @@ async def test_tool_schemas_structured_result_matches_the_output_schema() -> Non
         count = await client.call_tool("count", {"words": ["a", "b", "c"]})
         tree = await client.call_tool("tree", {"root": {"name": "a", "sub": [{"name": "b"}]}})
         echo = await client.call_tool("echo", {"text": "hi"})
+        maybe = await client.call_tool("maybe", {"text": "hi"})
+        nothing = await client.call_tool("maybe", {"text": ""})
         raw = await client.call_tool("raw", {"text": "as is"})
         blocks = await client.call_tool("blocks", {"text": "x"})
     expected = {"city": "Delft", "temperatures": [20.5, 20.5], "unit": "metric"}
@@ -248,6 +254,8 @@ async def test_tool_schemas_structured_result_matches_the_output_schema() -> Non
         assert schema is not None
         jsonschema.Draft202012Validator(schema).validate(result.structured_content)
     assert echo.structured_content is None and echo.text == "hi"
+    assert maybe.structured_content is None and maybe.text == "hi"
+    assert nothing.content == [] and not nothing.is_error
     assert raw.structured_content is None and raw.text == "as is"
     assert blocks.structured_content is None and len(blocks.content) == 2
 

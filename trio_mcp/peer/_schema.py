@@ -1160,6 +1160,15 @@ def output_shape(tp: Any) -> OutputShape | None:
     return OutputShape(builder.document(wrapped), True, serializer(tp))
 
 
+def _is_text(tp: Any) -> bool:
+    """``str`` or ``str | None``: a text result, never structured output."""
+    tp, _ = _strip(tp)
+    if typing.get_origin(tp) in _UNIONS:
+        members = [_strip(m)[0] for m in typing.get_args(tp)]
+        return str in members and all(m is str or m is _NONE for m in members)
+    return tp is str
+
+
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     """Type hints of a function, a ``functools.partial`` or an object with ``__call__``."""
     call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, not callable()
@@ -1184,8 +1193,8 @@ def analyze_signature(
         fn: The tool function (sync or async).
         context_type: The annotation that marks the context parameter.
         unstructured_return: Says which return annotations are not
-            structured output (e.g. content blocks); checked after ``str``,
-            ``None`` and ``Any``, which never are.
+            structured output (e.g. content blocks); ``str``, ``str | None``,
+            ``None`` and ``Any`` never are.
 
     Returns:
         The :class:`ToolSignature`.
@@ -1223,9 +1232,8 @@ def analyze_signature(
     if required:
         schema["required"] = required
     returns = hints.get("return", Any)
-    base, _ = _strip(returns)
     output = None
-    if base is not str and not unstructured_return(returns):
+    if not _is_text(returns) and not unstructured_return(returns):
         output = output_shape(returns)
     binder = ArgumentBinder(frozenset(params), tuple(structured))
     return ToolSignature(builder.document(schema), binder, context_param, output)

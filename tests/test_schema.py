@@ -324,6 +324,21 @@ def test_signature_input_schema_with_descriptions_defaults_and_context() -> None
     assert sig.output is None  # str is text, not structured output
 
 
+def test_signature_docstring_describes_a_parameter_better_than_its_type() -> None:
+    def tool(start: Point, end: Annotated[Point, "Where to stop"], other: Point) -> None:
+        """Go.
+
+        Args:
+            start: Where to begin.
+            end: Ignored: Annotated wins.
+        """
+
+    props = analyze_signature(tool, context_type=Ctx).input_schema["properties"]
+    assert props["start"]["description"] == "Where to begin."
+    assert props["end"]["description"] == "Where to stop"
+    assert props["other"]["description"] == "A point on the plane."  # the type's own
+
+
 def test_signature_only_non_primitive_parameters_are_structured() -> None:
     def tool(a: int, b: str, c: float | None, d: bool, e: Literal["x", "y"], f: list[Any],
              g: dict[str, Any], h: Any, p: Point, q: list[int], r: Literal["z"]) -> None:
@@ -540,3 +555,26 @@ def test_pydantic_model_uses_its_own_schema_and_validation() -> None:
         sig.binder({"order": {"items": [{"name": "a", "qty": 0}]}})
     assert sig.output is not None and not sig.output.wrap
     assert sig.output.structured(order)[1] == {"items": [{"name": "a", "qty": 2}]}
+
+
+def test_pydantic_defs_never_clash_with_ours() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Node(pydantic.BaseModel):  # the same name as our recursive attrs Node
+        label: str
+        next: Node | None = None
+
+    Node.model_rebuild()
+
+    def tool(ours: Any, theirs: Any) -> None:
+        pass
+
+    tool.__annotations__ = {"ours": globals()["Node"], "theirs": Node}
+    schema = check(analyze_signature(tool, context_type=Ctx).input_schema)
+    assert set(schema["$defs"]) == {"Node", "Node2"}
+    assert schema["properties"]["ours"] == {"$ref": "#/$defs/Node"}
+    theirs = schema["properties"]["theirs"]["$ref"]
+    assert theirs == "#/$defs/Node2"
+    assert schema["$defs"]["Node2"]["properties"]["label"]["type"] == "string"
+    assert valid(schema, {"ours": {"value": 1}, "theirs": {"label": "a", "next": {"label": "b"}}})
+    assert not valid(schema, {"ours": {"value": 1}, "theirs": {"label": "a", "next": {"x": 1}}})

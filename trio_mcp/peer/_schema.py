@@ -211,6 +211,11 @@ def _annotation_keywords(metadata: list[Any]) -> JsonSchema:
     return out
 
 
+def _annotated_description(tp: Any) -> bool:
+    """``tp`` carries its own description (``Annotated``), which beats any docstring."""
+    return "description" in _annotation_keywords(_strip(tp)[1])
+
+
 def _pydantic_model(tp: Any) -> bool:
     pydantic = sys.modules.get("pydantic")
     return pydantic is not None and isinstance(tp, type) and issubclass(tp, pydantic.BaseModel)
@@ -451,7 +456,7 @@ class SchemaBuilder:
                 base += "_" + "_".join(getattr(a, "__name__", "T") for a in args)
         base = re.sub(r"[^A-Za-z0-9_.-]", "_", base)
         name, n = base, 1
-        while name in self._names and self._names[name] is not tp:
+        while name in self._names and self._names[name] != tp:
             n += 1
             name = f"{base}{n}"
         self._names[name] = tp
@@ -471,7 +476,7 @@ class SchemaBuilder:
         required: list[str] = []
         for field in _fields(tp):
             prop = self.schema(field.type)
-            if field.name in field_docs and "description" not in prop:
+            if field.name in field_docs and not _annotated_description(field.type):
                 prop = {**prop, "description": field_docs[field.name]}
             if field.default is not _NO_DEFAULT:
                 default = json_default(field.default, field.type)
@@ -492,10 +497,9 @@ class SchemaBuilder:
         defs: dict[str, JsonSchema] = raw.pop("$defs", {})
         renames: dict[str, str] = {}
         for name, schema in defs.items():
-            if self.defs.get(name) not in (None, schema):
-                renames[name] = self._def_name(object(), name)
-            else:
-                self._names.setdefault(name, schema)
+            owner = self._names.setdefault(name, schema)  # claim the name with the schema
+            if owner is not schema and owner != schema:  # taken by something else
+                renames[name] = self._def_name(schema, name)
         if renames:
             raw, defs = _rename_refs(raw, renames), _rename_refs(defs, renames)
             defs = {renames.get(k, k): v for k, v in defs.items()}
@@ -1217,7 +1221,7 @@ def analyze_signature(
             continue
         params.append(name)
         prop = builder.schema(annotation)
-        if name in docs and "description" not in prop:
+        if name in docs and not _annotated_description(annotation):
             prop = {**prop, "description": docs[name]}
         if param.default is param.empty:
             required.append(name)

@@ -563,6 +563,12 @@ def _expected(kind: str, value: Any) -> _Mismatch:
     return _Mismatch(f"expected {_ARTICLES.get(kind, kind)}, got {_json_kind(value)}")
 
 
+def _show(value: Any) -> str:
+    """A value as JSON for an error message, cut short."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _passthrough(value: Any, _: Any) -> Any:
     return value
 
@@ -674,7 +680,7 @@ def _literal_hook(tp: Any) -> Hook:
                 type(value) is wire_cls or (wire_cls is float and type(value) is int)
             ):
                 return python if cls is not wire_cls else value
-        raise _Mismatch(f"expected one of {json.dumps(shown)}, got {json.dumps(value)[:60]}")
+        raise _Mismatch(f"expected one of {_show(shown)}, got {_show(value)}")
 
     return structure
 
@@ -687,7 +693,7 @@ def _enum_hook(cls: type[enum.Enum]) -> Hook:
         for wire, member in by_value:
             if value == wire and type(value) is type(wire):
                 return member
-        raise _Mismatch(f"expected one of {json.dumps(shown)}, got {json.dumps(value)[:60]}")
+        raise _Mismatch(f"expected one of {_show(shown)}, got {_show(value)}")
 
     return structure
 

@@ -103,7 +103,9 @@ class ToolSpec:
     fn: ToolFunction
     context_param: str | None
     params: tuple[str, ...]
-    binder: ArgumentBinder = attrs.field(factory=lambda: ArgumentBinder(frozenset()))
+    binder: ArgumentBinder = attrs.field(
+        default=attrs.Factory(lambda self: ArgumentBinder(frozenset(self.params)), takes_self=True)
+    )
     output: OutputShape | None = None
     is_async: bool = True
     _check: Callable[[dict[str, Any]], str | None] | None = None

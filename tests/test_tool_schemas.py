@@ -319,6 +319,32 @@ async def test_tool_schemas_cancelled_sync_tool_call_ends_at_once() -> None:
     assert finished.wait(5)  # ... on to its end, its result dropped
 
 
+async def test_tool_schemas_sync_tool_can_stop_early_with_check_cancelled() -> None:
+    app = trio_mcp.App("s")
+    entered = trio.Event()
+    stopped = threading.Event()
+
+    @app.tool()
+    def poll() -> str:
+        trio.from_thread.run_sync(entered.set)
+        try:
+            for _ in range(3000):
+                trio.from_thread.check_cancelled()
+                threading.Event().wait(0.01)
+        except trio.Cancelled:
+            stopped.set()
+            raise
+        return "never"
+
+    async with trio_mcp.open_memory_pair(app) as (client, _):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "poll")
+                await entered.wait()
+                scope.cancel()
+    assert stopped.wait(10)  # the thread saw the cancellation and ended
+
+
 async def test_tool_schemas_sync_tool_as_task_can_be_cancelled() -> None:
     app = trio_mcp.App("s")
     entered = trio.Event()

@@ -107,7 +107,13 @@ class App:
         task_support: str = "forbidden",
         immediate_response: str | None = None,
     ) -> Callable[[F], F] | F:
-        """Register an async function as a tool: ``@app.tool`` or ``@app.tool(...)``.
+        """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
+
+        The function may be ``async def``, or plain ``def`` (run in a worker
+        thread). Parameters are described by JSON Schemas derived from their
+        type hints and from the docstring's ``Args:`` section, and arguments
+        arrive structured into those types (see :mod:`._toolspec` for what a
+        sync tool does when cancelled).
 
         Args:
             name: Tool name; the function's name by default. (Used bare,
@@ -117,7 +123,8 @@ class App:
             description: Description; the function's docstring by default.
             input_schema: JSON Schema of the arguments; derived from the
                 signature when omitted.
-            output_schema: JSON Schema of ``structuredContent``.
+            output_schema: JSON Schema of ``structuredContent``; derived from
+                a structured return annotation when omitted.
             annotations: Tool annotations (hints) as a JSON object.
             task_support: ``"forbidden"`` (default), ``"optional"`` or
                 ``"required"``: listed as ``execution.taskSupport``.
@@ -130,7 +137,7 @@ class App:
             (or, used bare, the function itself, registered).
 
         Raises:
-            TypeError: The function is not ``async``.
+            TypeError: Not a function, or an async generator function.
             ValueError: Bad ``task_support``, or the name is taken.
         """
         if callable(name):

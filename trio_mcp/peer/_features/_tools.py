@@ -37,7 +37,7 @@ from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._task_receiver import create_task, hosts
-from ._toolspec import ToolSpec, check_arguments, to_call_tool_result
+from ._toolspec import ArgumentError, ToolSpec
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -116,19 +116,18 @@ class Tools(PeerCore):
     async def _run_tool(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
     ) -> CallToolResult:
-        arguments = arguments or {}
-        problem = check_arguments(spec.tool.input_schema, arguments)
-        if problem is not None:
+        try:
+            kwargs = spec.bind(arguments or {})
+        except ArgumentError as problem:
             # 2025-11-25: input validation errors are tool execution errors.
             return CallToolResult(
                 content=[TextContent(f"Invalid arguments for tool {spec.tool.name}: {problem}")],
                 is_error=True,
             )
-        kwargs = {k: v for k, v in arguments.items() if k in spec.params}
         if spec.context_param is not None:
             kwargs[spec.context_param] = ctx
         try:
-            value = await spec.fn(**kwargs)
+            result = spec.to_result(await spec.call(kwargs))
         except McpError:
             raise
         except Exception as exc:
@@ -138,7 +137,7 @@ class Tools(PeerCore):
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
             return CallToolResult(content=[TextContent(text)], is_error=True)
-        return to_call_tool_result(value)
+        return result
 
     # --- client side -------------------------------------------------------------------
 

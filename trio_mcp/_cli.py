@@ -49,7 +49,8 @@ from .peer._types import (
     TextContent,
 )
 from .transports._stdio import open_stdio_client, serve_stdio
-from .transports._websocket import open_websocket_client, serve_websocket
+from .transports._websocket_client import open_websocket_client
+from .transports._websocket_server import serve_websocket
 
 PROG: Final = "trio-mcp"
 EXIT_OK: Final = 0

@@ -54,7 +54,8 @@ from .peer._types import (
     TextContent,
 )
 from .transports._memory import open_memory_pair
-from .transports._websocket import open_websocket_client, serve_websocket
+from .transports._websocket_client import open_websocket_client
+from .transports._websocket_server import serve_websocket
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

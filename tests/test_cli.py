@@ -20,7 +20,8 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp._cli import CliError, describe_error, load_example_server
+from trio_mcp._cli import CliError, describe_error
+from trio_mcp._cli_commands import load_example_server
 from trio_mcp._terminal import _convert, elicit_reply
 
 from .helpers import ROOT, TASK_SERVER

@@ -17,8 +17,9 @@ import trio_websocket
 
 from .._util import unwrap_group
 from ..peer._app import App
-from ..peer._router import Peer, Role, open_peer
+from ..peer._router import Peer
 from ..peer._types import Implementation
+from ._client import INIT_TIMEOUT, interrupt_wins, open_client_peer
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -60,6 +61,7 @@ async def open_websocket_client(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     client_info: Implementation | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    init_timeout: float | None = INIT_TIMEOUT,
 ) -> AsyncIterator[Peer]:
     """Connect to an MCP WebSocket server and yield the client :class:`Peer`.
 
@@ -77,6 +79,8 @@ async def open_websocket_client(
             closes the connection with code 1009.
         client_info: ``clientInfo`` to send instead of the App's.
         ssl_context: For ``wss://`` URLs; the default context when omitted.
+        init_timeout: Seconds the server has to answer ``initialize`` once
+            the WebSocket is open (30 by default); ``None`` waits forever.
 
     Raises:
         ValueError: A bad URL, or a token/origin that cannot be a header.
@@ -85,10 +89,13 @@ async def open_websocket_client(
             refused origin).
         trio_websocket.HandshakeError: The connection could not be opened
             (``ConnectionTimeout`` after :data:`HANDSHAKE_TIMEOUT` seconds).
-        RemoteError, ConnectionClosed: The MCP handshake failed.
+        RemoteError, ConnectionClosed: The MCP handshake failed;
+            ``ConnectionClosed`` also when the server did not answer
+            ``initialize`` within ``init_timeout`` seconds.
 
     Cancellation: cancelling the block closes the TCP connection at once,
-        without a closing handshake.
+        without a closing handshake. A Ctrl-C arrives as a plain
+        ``KeyboardInterrupt``, never wrapped in a group.
     """
     host, port, resource, secure = _parse_url(url)
     headers: list[tuple[bytes, bytes]] = []
@@ -117,7 +124,7 @@ async def open_websocket_client(
     if connect_scope.cancelled_caught:
         raise trio_websocket.ConnectionTimeout(f"cannot connect to {url}: timed out")
     try:
-        with unwrap_group():
+        with interrupt_wins(), unwrap_group():
             async with trio.open_nursery() as nursery:
                 connection: trio_websocket.WebSocketConnection | None = None
                 with trio.move_on_after(HANDSHAKE_TIMEOUT):
@@ -137,7 +144,9 @@ async def open_websocket_client(
                     )
                 bus, done = _start_transport(connection, nursery, None)
                 try:
-                    async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+                    async with open_client_peer(
+                        app, bus, client_info=client_info, init_timeout=init_timeout
+                    ) as peer:
                         yield peer
                 finally:
                     await _stop_transport(bus, done, nursery)

@@ -118,6 +118,11 @@ def _plain_summary(board: Board, out: Any) -> None:
               .rstrip(), file=out)
 
 
+#: Consoles this wide (columns) or wider show the note column.
+WIDE: Final = 100
+#: Most story lines shown under the live table.
+STORY_LINES: Final = 8
+
 _STYLES: Final = {
     "working": "yellow",
     "input_required": "bold magenta",
@@ -137,37 +142,63 @@ class RichView:
         self.title = title
         self._live: Live | None = None
 
-    def _bar(self, row: Row) -> str:
+    def _bar(self, row: Row, cells: int) -> str:
         if row.progress is None or not row.total:
             return ""
-        filled = round(10 * min(1.0, row.progress / row.total))
-        return f"{'█' * filled}{'░' * (10 - filled)} {row.progress:g}/{row.total:g}"
+        filled = round(cells * min(1.0, row.progress / row.total))
+        return f"{'█' * filled}{'░' * (cells - filled)} {row.progress:g}/{row.total:g}"
 
     def render(self, *, final: bool = False) -> RenderableType:
-        """The table (and, while running, the story panel)."""
+        """The table (and, while running, the story panel), fitted to the console.
+
+        While running, every row and every story line takes one screen line
+        (longer text ends with "…"; a status is never cut), narrower
+        consoles (under :data:`WIDE` columns) drop the note column, and the
+        story shows as many of its last lines as fit under the table in the
+        console's height, so the frame never scrolls off screen.
+        """
         from rich.console import Group
         from rich.panel import Panel
         from rich.table import Table
+        from rich.text import Text
 
         if final:
             summary = Table(title="Summary: every task on both agents")
             summary.add_column("host")
             summary.add_column("task id", no_wrap=True)
-            for column in ("what", "status", "duration"):
-                summary.add_column(column)
+            summary.add_column("what")
+            summary.add_column("status", no_wrap=True)
+            summary.add_column("duration", no_wrap=True)
             for row in self.board.rows.values():
                 summary.add_row(row.host, row.task_id, row.label,
                                 f"[{_STYLES.get(row.status, '')}]{row.status}[/]",
                                 _duration(row))
             return summary
-        table = Table(title=f"{self.title} — {self.board.elapsed():.1f}s")
-        for column in ("host", "task", "what", "status", "progress", "note"):
-            table.add_column(column)
+        width, height = self.console.size
+        wide = width >= WIDE
+        bar = 10 if wide else 5
+        fixed = {"host": 4, "task": 8, "status": len("input_required"),
+                 "progress": bar + len(" 40/40")}
+        columns = len(fixed) + (2 if wide else 1)
+        free = max(10, width - sum(fixed.values()) - (3 * columns + 1))  # borders, padding
+        sizes = {**fixed, "what": free * 3 // 5 if wide else free, "note": free - free * 3 // 5}
+        table = Table(title=f"{self.title} — {self.board.elapsed():.1f}s", title_justify="left")
+        for name in ("host", "task", "what", "status", "progress", *(("note",) if wide else ())):
+            table.add_column(name, width=sizes[name], no_wrap=True, overflow="ellipsis")
         for row in self.board.rows.values():
-            table.add_row(row.host, row.task_id[:8], row.label,
-                          f"[{_STYLES.get(row.status, '')}]{row.status}[/]", self._bar(row),
-                          row.message or row.note or "")
-        story = "\n".join(self.board.log[-8:]) or "starting…"
+            cells = [row.host, row.task_id[:8], row.label,
+                     f"[{_STYLES.get(row.status, '')}]{row.status}[/]",
+                     self._bar(row, bar)]
+            if wide:
+                cells.append(row.message or row.note or "")
+            table.add_row(*cells)
+        # Title, top border, header, separator, rows, bottom border; then the
+        # panel's two borders, and the line the cursor rests on.
+        room = height - (len(self.board.rows) + 5) - 2 - 1
+        if room < 1:
+            return table
+        story = Text("\n".join(self.board.log[-min(STORY_LINES, room):]) or "starting…",
+                     no_wrap=True, overflow="ellipsis")
         return Group(table, Panel(story, title="story", title_align="left"))
 
     @contextmanager

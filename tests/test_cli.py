@@ -456,11 +456,13 @@ def test_cli_timeout_bounds_the_initialize_handshake() -> None:
 
 @pytest.mark.parametrize("as_task", [False, True], ids=["plain", "task"])
 def test_cli_timeout_bounds_the_call(as_task: bool) -> None:
-    proc = run_cli("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 60}',
-                   "--timeout", "1", *(["--task"] if as_task else []))
+    # --timeout applies to initialize, then afresh to the call: 8 s lets even a
+    # loaded machine start the server; the call (10 minutes) cannot finish.
+    proc = run_cli("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 600}',
+                   "--timeout", "8", *(["--task"] if as_task else []))
     assert proc.returncode == 2
     line = one_line_error(proc)
-    assert line.startswith("trio-mcp: no result within --timeout 1 s"), line
+    assert line.startswith("trio-mcp: no result within --timeout 8 s"), line
     assert ("stopped with the server process" in line) is as_task
 
 

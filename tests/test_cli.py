@@ -367,7 +367,12 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
     Its process group then stands for the terminal's foreground group:
     :func:`ctrl_c` signals the whole group, as the terminal does.
     """
-    return subprocess.Popen([*CLI, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    # SIGINT's own handler first: a shell's background job (`pytest &`, some CI
+    # runners) starts with SIGINT ignored, and the CLI would inherit that.
+    cli = [sys.executable, "-c", "import signal, sys; "
+           "signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from trio_mcp.__main__ import main; sys.exit(main())"]
+    return subprocess.Popen([*cli, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             start_new_session=True)
 

@@ -7,9 +7,11 @@ protocol or connection error). No test asserts a duration.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,8 +22,9 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp._cli import CliError, describe_error, load_example_server
-from trio_mcp._terminal import _convert, elicit_reply
+from trio_mcp._cli import CliError, describe_error
+from trio_mcp._cli_commands import load_example_server
+from trio_mcp._terminal import _convert, _elicit_action, elicit_reply
 
 from .helpers import ROOT, TASK_SERVER
 
@@ -353,3 +356,210 @@ def test_cli_demo_over_websocket() -> None:
     check_demo_output(proc)
     assert "serves over WebSocket on 127.0.0.1" in proc.stdout
     assert "answering yes" in proc.stdout
+
+
+# --- sharp edges: Ctrl-C, timeouts, options, not-a-server, the demo's prompts and view ------
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    """Start ``python -m trio_mcp ARGS`` in a session of its own, as a shell runs a job.
+
+    Its process group then stands for the terminal's foreground group:
+    :func:`ctrl_c` signals the whole group, as the terminal does.
+    """
+    # SIGINT's own handler first: a shell's background job (`pytest &`, some CI
+    # runners) starts with SIGINT ignored, and the CLI would inherit that.
+    cli = [sys.executable, "-c", "import signal, sys; "
+           "signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from trio_mcp.__main__ import main; sys.exit(main())"]
+    return subprocess.Popen([*cli, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            start_new_session=True)
+
+
+def ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """Press Ctrl-C: SIGINT to the CLI's whole process group; wait for the CLI to end."""
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def read_until(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
+    """Read the CLI's stderr line by line until one matches ``pattern``."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match
+    raise AssertionError(f"no line matched {pattern!r}: {seen}")
+
+
+#: A "server" that says it started (and its pid) on stderr, then never answers.
+SILENT_SERVER = shlex.join([sys.executable, "-c", (
+    "import os, sys, time; sys.stderr.write(f'started {os.getpid()}\\n'); sys.stderr.flush(); "
+    "time.sleep(100)")])
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_cli_ctrl_c_before_initialize_exits_130_quietly(attempt: int) -> None:
+    """Sharp edge 2: Ctrl-C while the server has not answered initialize.
+
+    The server runs in its own session: the terminal's SIGINT reaches the CLI
+    only (no KeyboardInterrupt traceback from the server, no TrioInternalError),
+    and the CLI stops the server itself.
+    """
+    proc = start_cli("call", "--stdio", SILENT_SERVER, "echo")
+    pid = int(read_until(proc, r"started (\d+)").group(1))
+    status, out, err = ctrl_c(proc)
+    assert (status, out, err) == (130, "", "trio-mcp: interrupted\n")
+    with pytest.raises(ProcessLookupError):  # stopped (SIGTERM after the grace) and reaped
+        os.kill(pid, 0)
+
+
+def test_cli_ctrl_c_during_a_task_over_stdio_is_quiet() -> None:
+    """Sharp edge 4: no traceback from the example server; the message says the task ended."""
+    proc = start_cli("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 60}', "--task")
+    task_id = read_until(proc, r"task ([0-9a-f]{32}) created").group(1)
+    status, _, err = ctrl_c(proc)
+    assert status == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"trio-mcp: interrupted; task {task_id} stopped with the server process")
+
+
+def test_cli_ctrl_c_during_a_task_over_websocket_names_the_task(ws_url: str) -> None:
+    """Sharp edge 4: over --ws the task keeps running; the message says how to fetch it."""
+    proc = start_cli("call", "--ws", ws_url, "--token", TOKEN, "sleep", "--args",
+                     '{"seconds": 60}', "--task")
+    task_id = read_until(proc, r"task ([0-9a-f]{32}) created").group(1)
+    status, _, err = ctrl_c(proc)
+    assert status == 130, err
+    assert err.splitlines()[-1] == (
+        f"trio-mcp: interrupted; task {task_id} keeps running on the server; fetch its "
+        f"result with: trio-mcp tasks --ws {ws_url} --token TOKEN result {task_id}")
+    assert tasks_cli(ws_url, "get", task_id)[1]["status"] == "working"  # it does keep running
+    assert tasks_cli(ws_url, "cancel", task_id)[0] == 0
+
+
+def test_cli_help_documents_exit_130_and_timeout() -> None:
+    for args in (["--help"], ["call", "--help"]):
+        out = run_cli(*args).stdout
+        assert "130 interrupted" in out, args
+        assert "--timeout" in out, args
+
+
+def test_cli_timeout_bounds_the_initialize_handshake() -> None:
+    """Sharp edge 3: a server that never answers initialize no longer hangs the CLI."""
+    proc = run_cli("call", "--stdio", SILENT_SERVER, "echo", "--timeout", "0.5")
+    assert proc.returncode == 2
+    assert one_line_error(proc) == (
+        f"trio-mcp: {SILENT_SERVER!r} did not answer initialize within 0.5 s: is it an MCP "
+        "server? (--timeout SECONDS waits longer)")
+
+
+@pytest.mark.parametrize("as_task", [False, True], ids=["plain", "task"])
+def test_cli_timeout_bounds_the_call(as_task: bool) -> None:
+    # --timeout applies to initialize, then afresh to the call: 8 s lets even a
+    # loaded machine start the server; the call (10 minutes) cannot finish.
+    proc = run_cli("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 600}',
+                   "--timeout", "8", *(["--task"] if as_task else []))
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert line.startswith("trio-mcp: no result within --timeout 8 s"), line
+    assert ("stopped with the server process" in line) is as_task
+
+
+def test_cli_rejects_a_timeout_that_is_not_positive() -> None:
+    for bad in ("0", "-1", "soon"):
+        proc = run_cli("call", "--stdio", SERVER, "echo", "--timeout", bad)
+        assert proc.returncode == 2 and "--timeout" in proc.stderr, bad
+
+
+def test_cli_tasks_options_after_the_action() -> None:
+    """Sharp edge 13: `tasks ... list -q` and friends; the options go either side."""
+    for args in (["--stdio", SERVER, "list", "-q"], ["list", "--stdio", SERVER, "--quiet"],
+                 ["-q", "list", "--stdio", SERVER, "--timeout", "30"]):
+        proc = run_cli("tasks", *args)
+        assert (proc.returncode, proc.stderr) == (0, ""), args
+        assert json.loads(proc.stdout) == {"tasks": []}
+    unknown = run_cli("tasks", "get", "no-such-task", "--stdio", SERVER, "-q")
+    assert unknown.returncode == 2 and "Task not found" in one_line_error(unknown)
+    for args in (["list"], ["--stdio", SERVER, "list", "--ws", "ws://127.0.0.1:1/"]):
+        proc = run_cli("tasks", *args)
+        assert proc.returncode == 2, args
+        assert "usage: trio-mcp tasks list" in proc.stderr
+
+
+def test_cli_a_program_that_echoes_is_not_an_mcp_server() -> None:
+    """Sharp edge 13: `--stdio cat` answered our initialize with our own error."""
+    proc = run_cli("call", "--stdio", "cat", "echo")
+    assert proc.returncode == 2
+    assert one_line_error(proc) == (
+        "trio-mcp: 'cat' is not an MCP server: it sent our own messages back "
+        "(it echoes its input)")
+
+
+def test_cli_describe_error_initialize_method_not_found() -> None:
+    echoed = trio_mcp.RemoteError(-32601, "Method not found: initialize (this side is a client)")
+    assert describe_error(echoed) == (
+        "the other side is not an MCP server: it sent our own messages back "
+        "(it echoes its input)")
+    other = trio_mcp.RemoteError(-32601, "Method not found: initialize")
+    assert describe_error(other) == (
+        "the other side is not an MCP server: it does not know initialize "
+        "(Method not found: initialize)")
+
+
+@pytest.mark.parametrize(
+    ("typed", "action"),
+    [("", "accept"), ("a", "accept"), ("Accept", "accept"), ("d", "decline"),
+     (" DECL ", "decline"), ("c", "cancel"), ("cancel", "cancel"), ("maybe", None),
+     ("y", None), ("x", None)],
+)
+def test_cli_terminal_elicit_choice(typed: str, action: str | None) -> None:
+    assert _elicit_action(typed) == action
+
+
+def test_cli_demo_interactive_asks_again_on_an_unknown_answer() -> None:
+    """Sharp edge 13: "maybe" is not an Accept; the question comes again, "d" declines."""
+    proc = run_cli("demo", "--fast", "--interactive", stdin="maybe\nd\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "answer a (accept, the default), d (decline) or c (cancel)" in proc.stderr
+    assert "keeps the report as a draft (A answered decline)" in proc.stdout
+
+
+def test_cli_demo_live_view_fits_an_80x24_terminal() -> None:
+    """Sharp edge 13: the table and the story panel fit; input_required is never cut."""
+    pytest.importorskip("rich", reason="the live view needs rich (the `cli` extra)")
+    from rich.console import Console
+
+    from trio_mcp._demo_view import Board, RichView
+
+    async def render() -> str:
+        board = Board()
+        labels = ["write_report: tasks in trio-mcp", "crunch_numbers: 40 rows",
+                  "check_links: 12 links", "sampling: a draft for B"]
+        for n, label in enumerate(labels):
+            board.apply({"op": "task", "host": "AB"[n < 3], "id": f"{n}" * 32,
+                         "label": label, "status": "working"})
+        board.apply({"op": "task", "host": "B", "id": "0" * 32, "label": labels[0],
+                     "status": "input_required",
+                     "message": "Publish the report on tasks in trio-mcp? " * 2})
+        board.apply({"op": "progress", "host": "A", "id": "3" * 32, "progress": 40,
+                     "total": 40, "message": "polishing the draft for agent B " * 3})
+        for n in range(12):  # long story lines, as the demo's result line is
+            board.apply({"op": "say", "who": "A", "text": f"line {n} " + "word " * 40})
+        console = Console(width=80, height=24, record=True, force_terminal=True,
+                          color_system=None)
+        console.print(RichView(board, console, "trio-mcp demo: agent A ⇄ agent B").render())
+        return console.export_text()
+
+    text = trio.run(render)
+    lines = text.splitlines()
+    assert len(lines) <= 23, text  # leaves the line the cursor rests on
+    assert all(len(line) <= 80 for line in lines), text
+    assert "input_required" in text
+    assert "40/40" in text  # progress is never cut either
+    assert "story" in text and "line 11" in text  # the newest story line is on screen

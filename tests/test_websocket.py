@@ -18,7 +18,7 @@ import trio_websocket
 import trio_mcp
 from trio_mcp import TaskStatus
 from trio_mcp._util import unwrap_group
-from trio_mcp.transports._websocket import _header_value
+from trio_mcp.transports._websocket_client import _header_value
 
 from .helpers import TASK_SERVER, client_app, connect, example_app
 

@@ -86,11 +86,11 @@ from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
 from .transports._stdio import serve_stdio as serve_stdio
 from .transports._stdio import wrap_stdio_streams as wrap_stdio_streams
-from .transports._websocket import WebSocketAddress as WebSocketAddress
-from .transports._websocket import open_websocket_client as open_websocket_client
-from .transports._websocket import origin_allowed as origin_allowed
-from .transports._websocket import serve_websocket as serve_websocket
 from .transports._websocket import wrap_websocket as wrap_websocket
+from .transports._websocket_client import open_websocket_client as open_websocket_client
+from .transports._websocket_server import WebSocketAddress as WebSocketAddress
+from .transports._websocket_server import origin_allowed as origin_allowed
+from .transports._websocket_server import serve_websocket as serve_websocket
 
 __version__ = "0.1.0"
 

@@ -2,60 +2,52 @@
 
 Every subcommand runs one :func:`trio.run`. Exit statuses are the same
 everywhere: 0 for success, 1 when the tool (or task) reported an error, 2
-for a usage, protocol or connection error, which is described in one line on
-stderr. Results go to stdout; live status, progress and prompts go to
-stderr, so ``--json`` output can be piped.
+for a usage, protocol or connection error (including ``--timeout``), which
+is described in one line on stderr, and 130 when interrupted (Ctrl-C).
+Results go to stdout; live status, progress and prompts go to stderr, so
+``--json`` output can be piped.
+
+This module parses the arguments and turns failures into exit statuses; the
+commands themselves are in :mod:`._cli_commands`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from functools import partial
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Final, final
+from collections.abc import Callable
+from typing import Any, Final
 
-import trio
 import trio_websocket
 
 from . import __version__
+from ._cli_commands import (
+    EXAMPLE_SERVER,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_TOOL_ERROR,
+    PROG,
+    CliError,
+    not_a_server,
+    run_call,
+    run_demo,
+    run_demo_agent_b,
+    run_serve_example,
+    run_tasks,
+)
 from ._errors import (
+    METHOD_NOT_FOUND,
     ConnectionClosed,
     LocalUsageError,
     RemoteError,
     RemoteProtocolError,
     TrioMcpError,
 )
-from ._terminal import Terminal, elicit_reply, rich_console
-from .peer._features import App, Peer, RequestContext
-from .peer._messages import (
-    CallToolResult,
-    CreateMessageParams,
-    CreateMessageResult,
-    ElicitParams,
-    ElicitResult,
-    ProgressParams,
-    Task,
-    TextContent,
-    to_wire,
-)
-from .transports._stdio import open_stdio_client, serve_stdio
-from .transports._websocket import open_websocket_client, serve_websocket
+from .transports._client import INIT_TIMEOUT, is_interrupt
 
-PROG: Final = "trio-mcp"
-EXIT_OK: Final = 0
-EXIT_TOOL_ERROR: Final = 1
-EXIT_FAILURE: Final = 2
-EXIT_INTERRUPTED: Final = 130
-#: Where ``serve-example`` finds the example server: the source checkout.
-EXAMPLE_SERVER: Final = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
+__all__ = ["CliError", "build_parser", "describe_error", "main"]
 
 DESCRIPTION: Final = """\
 trio-mcp: a bidirectional MCP (2025-11-25) peer runtime on Trio, with tasks.
@@ -67,44 +59,74 @@ Start with the demo, then point `call` at any MCP server:
       --args '{"seconds": 2, "steps": 4}' --task
 """
 
+#: How long ``trio-mcp demo`` takes (in memory; measured: 11.5-11.7 s).
+DEMO_SECONDS: Final = 12
+
 EPILOG: Final = """\
 exit status: 0 success, 1 the tool or task reported an error,
-             2 usage, protocol or connection error (one line on stderr)
+             2 usage, protocol or connection error, or --timeout (one line on stderr),
+             130 interrupted (Ctrl-C)
 
 Run `trio-mcp COMMAND --help` for the options of each command.
 """
 
 
-class CliError(Exception):
-    """A problem to report in one line on stderr, with exit status 2."""
-
-
 # --- argument parsing --------------------------------------------------------------------
 
 
-def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def _add_connection_options(parser: argparse.ArgumentParser, *, repeated: bool = False) -> None:
+    """The options of every command that connects to a server.
+
+    With ``repeated`` (the actions of ``tasks``), the same options are also
+    accepted after the action; they default to "not given", so they never
+    undo one given before it, and ``--stdio``/``--ws`` are checked after
+    parsing (see :func:`_check_target`).
+    """
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if repeated else {}
     group = parser.add_argument_group("connection (one of --stdio or --ws)")
-    target = group.add_mutually_exclusive_group(required=True)
-    target.add_argument("--stdio", metavar="CMD",
+    target = group if repeated else group.add_mutually_exclusive_group(required=True)
+    target.add_argument("--stdio", metavar="CMD", **unset,
                         help='spawn this server command and talk over its stdin/stdout, e.g. '
                              '"python examples/task_server.py"')
-    target.add_argument("--ws", metavar="URL",
+    target.add_argument("--ws", metavar="URL", **unset,
                         help="connect to a WebSocket server, e.g. ws://127.0.0.1:8765/")
-    group.add_argument("--token", metavar="T",
+    group.add_argument("--token", metavar="T", **unset,
                        help="bearer token for --ws (tasks then belong to the token's identity "
                             "and outlive the connection)")
+    group.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, **unset,
+                       help=f"how long to wait for the server's answer to initialize "
+                            f"(default {INIT_TIMEOUT:g}) and then for the result (default: "
+                            "no limit); exit status 2 when it runs out")
     replies = parser.add_argument_group("answers to the server's requests")
-    replies.add_argument("--elicit-reply", metavar="JSON",
+    replies.add_argument("--elicit-reply", metavar="JSON", **unset,
                          help='answer elicitation with this content, e.g. \'{"approve": true}\' '
                               '(or a whole result: \'{"action": "decline"}\'); '
                               "without it the question is asked on the terminal")
-    replies.add_argument("--sampling-reply", metavar="TEXT",
+    replies.add_argument("--sampling-reply", metavar="TEXT", **unset,
                          help="answer sampling with this text; without it the question is "
                               "asked on the terminal")
-    parser.add_argument("-q", "--quiet", action="store_true",
+    parser.add_argument("-q", "--quiet", action="store_true", **unset,
                         help="no live status or progress on stderr")
-    parser.add_argument("-v", "--verbose", action="store_true",
+    parser.add_argument("-v", "--verbose", action="store_true", **unset,
                         help="log protocol events to stderr")
+
+
+def _check_target(args: argparse.Namespace) -> None:
+    """``tasks``: exactly one of ``--stdio``/``--ws``, before or after the action."""
+    if args.stdio is not None and args.ws is not None:
+        args.usage.error("argument --ws: not allowed with argument --stdio")
+    if args.stdio is None and args.ws is None:
+        args.usage.error("one of the arguments --stdio --ws is required")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "by A, then pauses in input_required to ask A for a decision "
                     "(elicitation); A cancels one task midway. A live view shows every task "
                     "on both sides (rich on a terminal, plain lines otherwise) and a summary "
-                    "ends the run. Takes about 10-15 seconds.",
+                    f"ends the run. Takes about {DEMO_SECONDS} seconds.",
     )
     demo.add_argument("--interactive", action="store_true",
                       help="answer agent B's question yourself instead of automatically")
@@ -137,12 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="plain lines even on a terminal")
     demo.add_argument("--fast", action="store_true",
                       help="ten times shorter delays (for testing)")
-    demo.set_defaults(run=_run_demo)
+    demo.set_defaults(run=run_demo)
 
     agent_b = commands.add_parser("demo-agent-b")  # hidden: agent B of `demo --transport ws`
     agent_b.add_argument("--port", type=int, default=0)
     agent_b.add_argument("--pace", type=float, default=1.0)
-    agent_b.set_defaults(run=_run_demo_agent_b)
+    agent_b.set_defaults(run=run_demo_agent_b)
 
     call = commands.add_parser(
         "call",
@@ -152,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "elicitation and the client-side tasks capability for both, so the "
                     "server may have it host those requests as tasks.",
         epilog="exit status: 0 success, 1 error result or failed task, "
-               "2 usage, protocol or connection error",
+               "2 usage, protocol or connection error, or --timeout, 130 interrupted "
+               "(over --ws with --token a task keeps running: the message says how to "
+               "fetch its result)",
     )
     call.add_argument("tool", metavar="TOOL", help="the tool's name")
     _add_connection_options(call)
@@ -163,24 +187,30 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --task: how long the server should keep the task, in ms")
     call.add_argument("--json", action="store_true",
                       help="print the raw CallToolResult as JSON on stdout, nothing else")
-    call.set_defaults(run=_run_call)
+    call.set_defaults(run=run_call)
 
     tasks = commands.add_parser(
         "tasks",
         help="list, inspect, fetch or cancel a server's tasks",
         description="Inspect the tasks a server holds for this client, printing JSON. Most "
-                    "useful over --ws with --token, where tasks outlive the connection.",
+                    "useful over --ws with --token, where tasks outlive the connection. "
+                    "The options may come before or after the action.",
     )
-    _add_connection_options(tasks)
+    _add_connection_options(tasks, repeated=True)
+    tasks.set_defaults(stdio=None, ws=None, token=None, timeout=None, elicit_reply=None,
+                       sampling_reply=None, quiet=False, verbose=False)
     actions = tasks.add_subparsers(title="actions", metavar="ACTION", required=True,
                                    dest="action")
-    actions.add_parser("list", help="every task of this client (tasks/list)")
-    for name, text in (("get", "a task's state (tasks/get)"),
+    for name, text in (("list", "every task of this client (tasks/list)"),
+                       ("get", "a task's state (tasks/get)"),
                        ("result", "wait for a task's result (tasks/result)"),
                        ("cancel", "cancel a task (tasks/cancel)")):
-        action = actions.add_parser(name, help=text)
-        action.add_argument("task_id", metavar="ID", help="the task's id")
-    tasks.set_defaults(run=_run_tasks)
+        action = actions.add_parser(name, help=text, description=text)
+        if name != "list":
+            action.add_argument("task_id", metavar="ID", help="the task's id")
+        _add_connection_options(action, repeated=True)
+        action.set_defaults(usage=action)
+    tasks.set_defaults(run=run_tasks, check=_check_target)
 
     serve = commands.add_parser(
         "serve-example",
@@ -193,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serve over WebSocket (port 0 picks a free port) instead of stdio")
     serve.add_argument("--token", metavar="T", help="with --ws: require this bearer token")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
-    serve.set_defaults(run=_run_serve_example)
+    serve.set_defaults(run=run_serve_example)
     return parser
 
 
@@ -205,13 +235,16 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 success, 1 error result, 2 usage, protocol or
-        connection error, 130 interrupted.
+        connection error or ``--timeout``, 130 interrupted.
 
     Raises:
         SystemExit: From argparse, for ``--help`` (0) and usage errors (2).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    check: Callable[[argparse.Namespace], None] | None = getattr(args, "check", None)
+    if check is not None:
+        check(args)
     verbose = getattr(args, "verbose", False)
     logging.basicConfig(
         stream=sys.stderr,
@@ -221,14 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout's reader went away (`trio-mcp ... | head`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_TOOL_ERROR
     except BaseException as exc:
+        if is_interrupt(exc):
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         message = describe_error(exc)
         if message is None:
             raise
@@ -250,6 +283,10 @@ def describe_error(exc: BaseException) -> str | None:
     match exc:
         case CliError():
             return str(exc)
+        case RemoteError(code=code, message=text) if (
+            code == METHOD_NOT_FOUND and "initialize" in text
+        ):
+            return not_a_server("the other side", exc)
         case RemoteError():
             return f"the server answered with an error: {exc.message} (code {exc.code})"
         case ConnectionClosed():
@@ -266,305 +303,3 @@ def describe_error(exc: BaseException) -> str | None:
         case OSError():
             return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
     return None
-
-
-# --- connecting ----------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def _connect(args: argparse.Namespace, app: App) -> AsyncIterator[Peer]:
-    """Connect to ``--stdio`` / ``--ws`` as a client and yield the peer."""
-    if args.token is not None and args.ws is None:
-        raise CliError("--token only applies to --ws")
-    async with AsyncExitStack() as stack:
-        try:
-            if args.stdio is not None:
-                peer = await stack.enter_async_context(open_stdio_client(args.stdio, app))
-            else:
-                peer = await stack.enter_async_context(
-                    open_websocket_client(args.ws, app, token=args.token)
-                )
-        except ValueError as exc:  # a bad URL, an unbalanced quote in CMD...
-            raise CliError(f"cannot connect: {exc}") from exc
-        yield peer
-
-
-@final
-class StatusView:
-    """Live status and progress of one call on stderr.
-
-    A rich spinner line when stderr is a terminal and rich is installed;
-    otherwise one plain line per change. Silent with ``quiet``.
-    """
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        console = None if quiet else rich_console(sys.stderr)
-        self._status = console.status("connecting") if console is not None else None
-        self._console = console
-        self._last = ""
-
-    def __enter__(self) -> StatusView:
-        if self._status is not None:
-            self._status.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._status is not None:
-            self._status.stop()
-
-    @contextmanager
-    def pause(self) -> Iterator[None]:
-        """Hide the spinner (while a prompt is open)."""
-        if self._status is None:
-            yield
-            return
-        self._status.stop()
-        try:
-            yield
-        finally:
-            self._status.start()
-
-    def update(self, text: str) -> None:
-        """Show the current state (a spinner text, or a line when it changed)."""
-        if self.quiet or text == self._last:
-            return
-        self._last = text
-        if self._status is not None:
-            self._status.update(text)
-        else:
-            print(f"· {text}", file=sys.stderr, flush=True)
-
-    def note(self, text: str) -> None:
-        """Print an event line that stays."""
-        if self.quiet:
-            return
-        if self._console is not None:
-            self._console.print(f"· {text}", highlight=False, markup=False)
-        else:
-            print(f"· {text}", file=sys.stderr, flush=True)
-
-    def progress(self, params: ProgressParams) -> None:
-        """A progress callback for :meth:`Peer.call_tool_task` and friends."""
-        amount = f"{params.progress:g}" + (f"/{params.total:g}" if params.total else "")
-        self.update(f"progress {amount}" + (f": {params.message}" if params.message else ""))
-
-    def task(self, task: Task) -> None:
-        """Show a task snapshot."""
-        text = f"task {task.task_id[:8]}: {task.status.value}"
-        if task.status_message:
-            text += f" ({task.status_message})"
-        self.update(text)
-
-
-def _client_app(args: argparse.Namespace, view: StatusView) -> App:
-    """The CLI's client App: answers sampling and elicitation, hosting them as tasks."""
-    app = App(PROG, __version__, host_tasks=True)
-    terminal = Terminal(view.pause)
-    try:
-        reply = None if args.elicit_reply is None else elicit_reply(args.elicit_reply)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-
-    def hosted(ctx: RequestContext) -> str:
-        return f"hosted as task {ctx.task_id}" if ctx.task_id else "not as a task"
-
-    @app.on_sampling
-    async def sampling(ctx: RequestContext, params: CreateMessageParams) -> CreateMessageResult:
-        view.note(f"sampling request from the server ({hosted(ctx)})")
-        if args.sampling_reply is not None:
-            return CreateMessageResult(
-                role="assistant",
-                content={"type": "text", "text": args.sampling_reply},
-                model=PROG,
-            )
-        return await terminal.sample(params)
-
-    @app.on_elicitation
-    async def elicitation(ctx: RequestContext, params: ElicitParams) -> ElicitResult:
-        view.note(f"elicitation request from the server ({hosted(ctx)}): {params.message}")
-        if reply is not None:
-            return reply
-        return await terminal.elicit(params)
-
-    return app
-
-
-def _parse_json_object(text: str, option: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{option} is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise CliError(f"{option} must be a JSON object")
-    return value
-
-
-# --- call ------------------------------------------------------------------------------------
-
-
-def _run_call(args: argparse.Namespace) -> int:
-    arguments = _parse_json_object(args.args, "--args")
-    if args.ttl is not None and not args.task:
-        raise CliError("--ttl only applies with --task")
-    with StatusView(args.quiet) as view:
-        status, result = trio.run(partial(_call, args, arguments, view))
-    if result is not None:
-        _print_result(result, as_json=args.json)
-    return status
-
-
-async def _call(
-    args: argparse.Namespace, arguments: dict[str, Any], view: StatusView
-) -> tuple[int, CallToolResult | None]:
-    async with _connect(args, _client_app(args, view)) as peer:
-        name = peer.remote_info.name if peer.remote_info else "the server"
-        view.update(f"connected to {name}")
-        await _check_tool(peer, args.tool, args.task)
-        if not args.task:
-            view.update(f"calling {args.tool}")
-            result = await peer.call_tool(args.tool, arguments, progress=view.progress)
-        else:
-            handle = await peer.call_tool_task(args.tool, arguments, ttl=args.ttl,
-                                               progress=view.progress)
-            view.note(f"task {handle.task_id} created")
-            view.task(handle.task)
-            async for snapshot in handle:
-                view.task(snapshot)
-            final = handle.task
-            try:
-                result = await handle.result()
-            except RemoteError as exc:
-                # A cancelled task, or a request that failed with a JSON-RPC error.
-                print(f"{PROG}: task {final.status.value}: {exc.message}", file=sys.stderr)
-                return EXIT_TOOL_ERROR, None
-    if result.is_error:
-        view.note("the tool returned an error result")
-    return (EXIT_TOOL_ERROR if result.is_error else EXIT_OK), result
-
-
-async def _check_tool(peer: Peer, tool: str, as_task: bool) -> None:
-    """Check the tool exists and fits ``--task``, when the server lists its tools."""
-    caps = peer.remote_server_capabilities
-    if caps is None or caps.tools is None:
-        return
-    try:
-        tools = {t.name: t for t in await peer.list_all_tools()}
-    except RemoteError:
-        return
-    found = tools.get(tool)
-    if found is None:
-        names = ", ".join(sorted(tools)) or "none"
-        raise CliError(f"the server has no tool {tool!r} (its tools: {names})")
-    support = found.task_support
-    if as_task and support == "forbidden":
-        raise CliError(f"tool {tool!r} cannot run as a task: call it without --task")
-    if not as_task and support == "required":
-        raise CliError(f"tool {tool!r} only runs as a task: add --task")
-
-
-def _print_result(result: CallToolResult, *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(to_wire(result), ensure_ascii=False))
-        return
-    for block in result.content:
-        if isinstance(block, TextContent):
-            print(block.text)
-        else:
-            print(json.dumps(to_wire(block), ensure_ascii=False))
-    if result.structured_content is not None and not result.content:
-        print(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-
-
-# --- tasks ----------------------------------------------------------------------------------
-
-
-def _run_tasks(args: argparse.Namespace) -> int:
-    with StatusView(args.quiet) as view:
-        status, output = trio.run(partial(_tasks, args, view))
-    print(json.dumps(output, indent=2, ensure_ascii=False))
-    return status
-
-
-async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
-    async with _connect(args, _client_app(args, view)) as peer:
-        view.update(f"tasks/{args.action}")
-        match args.action:
-            case "list":
-                return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
-            case "get":
-                return EXIT_OK, to_wire(await peer.get_task(args.task_id))
-            case "cancel":
-                return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
-            case _:
-                result = await peer.task_result(args.task_id)
-                failed = result.get("isError") is True
-                return (EXIT_TOOL_ERROR if failed else EXIT_OK), result
-
-
-# --- serve-example ----------------------------------------------------------------------------
-
-
-def load_example_server(path: Path = EXAMPLE_SERVER) -> ModuleType:
-    """Import the example server script (``examples/task_server.py``) as a module.
-
-    Raises:
-        CliError: The file is not there (an installed copy without the
-            source checkout's ``examples/``).
-    """
-    if not path.is_file():
-        raise CliError(
-            f"{path} not found: serve-example runs the example from a source checkout "
-            "of trio-mcp (git clone the project, then pip install -e .)"
-        )
-    spec = importlib.util.spec_from_file_location("trio_mcp_example_task_server", path)
-    if spec is None or spec.loader is None:  # pragma: no cover
-        raise CliError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _run_serve_example(args: argparse.Namespace) -> int:
-    module = load_example_server()
-    app: App = module.build_app()
-    if args.ws is None:
-        if args.token is not None:
-            raise CliError("--token only applies to --ws")
-        trio.run(serve_stdio, app)
-        return EXIT_OK
-    host, _, port_text = args.ws.rpartition(":")
-    if not port_text.isdigit():
-        raise CliError(f"--ws wants HOST:PORT, not {args.ws!r}")
-    tokens = {args.token: "token-user"} if args.token else None
-    trio.run(_serve_ws, app, host or "127.0.0.1", int(port_text), tokens)
-    return EXIT_OK
-
-
-async def _serve_ws(app: App, host: str, port: int, tokens: dict[str, str] | None) -> None:
-    async with trio.open_nursery() as nursery:
-        address = await nursery.start(
-            partial(serve_websocket, app, host, port, tokens=tokens)
-        )
-        auth = " (bearer token required)" if tokens else ""
-        print(f"serving the example tools on {address.url}{auth}", file=sys.stderr, flush=True)
-
-
-# --- demo -------------------------------------------------------------------------------------
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
-
-    return run_demo(
-        transport=args.transport,
-        interactive=args.interactive,
-        plain=args.plain,
-        pace=0.1 if args.fast else 1.0,
-    )
-
-
-def _run_demo_agent_b(args: argparse.Namespace) -> int:
-    from ._demo import run_agent_b_process
-
-    return run_agent_b_process(port=args.port, pace=args.pace)

@@ -16,7 +16,7 @@ import trio
 
 from .peer import App as _BaseApp
 from .transports._stdio import serve_stdio
-from .transports._websocket import serve_websocket
+from .transports._websocket_server import serve_websocket
 
 Transport = Literal["stdio", "ws"]
 

@@ -91,9 +91,11 @@ class Terminal:
     async def elicit(self, params: ElicitParams, asker: str = "The server") -> ElicitResult:
         """Ask the user to answer an ``elicitation/create`` form.
 
-        Shows the message, asks whether to answer at all, then asks for each
-        property of the requested schema in turn, converting the answer to
-        the property's type (booleans take y/n). End of input cancels.
+        Shows the message, asks whether to answer at all (accept, decline or
+        cancel; an empty line accepts, anything else is asked again), then
+        asks for each property of the requested schema in turn, converting
+        the answer to the property's type (booleans take y/n). End of input
+        cancels.
 
         Args:
             params: The request.
@@ -109,14 +111,17 @@ class Terminal:
         if params.mode == "url":
             self._write(header + f"(to open {params.url}; this client only answers forms)\n")
             return ElicitResult(action="decline")
-        choice = await self._read(header + "Answer it? [A]ccept / [d]ecline / [c]ancel: ")
-        if choice is None:
-            return ElicitResult(action="cancel")
-        choice = choice.strip().lower()
-        if choice.startswith("d"):
-            return ElicitResult(action="decline")
-        if choice.startswith("c"):
-            return ElicitResult(action="cancel")
+        question = header + "Answer it? [A]ccept / [d]ecline / [c]ancel: "
+        while True:
+            choice = await self._read(question)
+            if choice is None:
+                return ElicitResult(action="cancel")
+            action = _elicit_action(choice)
+            if action is not None:
+                break
+            question = "  answer a (accept, the default), d (decline) or c (cancel): "
+        if action != "accept":
+            return ElicitResult(action=action)
         schema = params.requested_schema or {}
         properties: dict[str, Any] = schema.get("properties") or {}
         required = set(schema.get("required") or ())
@@ -189,6 +194,15 @@ class Terminal:
         return CreateMessageResult(
             role="assistant", content={"type": "text", "text": reply}, model="human"
         )
+
+
+def _elicit_action(choice: str) -> str | None:
+    """The action a typed answer picks (an empty line accepts), or None if unclear."""
+    text = choice.strip().lower()
+    if not text:
+        return "accept"
+    matches = [action for action in ELICIT_ACTIONS if action.startswith(text)]
+    return matches[0] if len(matches) == 1 else None
 
 
 _EOF: Final = object()

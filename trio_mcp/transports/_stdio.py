@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -38,8 +39,8 @@ from ..peer import (
     decode_message,
     encode_for_wire,
     open_bus,
-    open_peer,
 )
+from ._client import INIT_TIMEOUT, interrupt_wins, open_client_peer
 from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
 
 log = logging.getLogger("trio_mcp.transports")
@@ -208,6 +209,7 @@ async def open_stdio_client(
     stderr: Any = None,
     max_line: int = DEFAULT_MAX_LINE,
     client_info: Implementation | None = None,
+    init_timeout: float | None = INIT_TIMEOUT,
 ) -> AsyncIterator[Peer]:
     """Spawn an MCP server command and yield the client :class:`Peer` talking to it.
 
@@ -221,19 +223,30 @@ async def open_stdio_client(
         stderr: Where the server's stderr goes (inherited by default).
         max_line: Longest accepted message, in bytes.
         client_info: ``clientInfo`` to send instead of the App's.
+        init_timeout: Seconds the server has to answer ``initialize``
+            (:data:`INIT_TIMEOUT`, 30, by default); ``None`` waits forever.
 
-    The block starts after the ``initialize`` handshake. On exit the server's
-    stdin is closed, then it is given :data:`SHUTDOWN_GRACE` seconds to exit,
-    then SIGTERM, then SIGKILL.
+    The server runs in a session of its own, so a Ctrl-C in the
+    terminal interrupts this program only; the server is then stopped the
+    MCP way. The block starts after the ``initialize`` handshake. On exit
+    the server's stdin is closed, then it is given :data:`SHUTDOWN_GRACE`
+    seconds to exit, then its process group gets SIGTERM, then SIGKILL.
 
     Raises:
         OSError: The command could not be started.
         RemoteError, ConnectionClosed: The handshake failed (e.g. the server
-            exited at once).
+            exited at once). ``ConnectionClosed`` also when the server did
+            not answer ``initialize`` within ``init_timeout`` seconds (the
+            server is then stopped as on exit).
+
+    Cancellation: cancelling the handshake or the block stops the server
+        as on exit (stdin closed, SIGTERM, SIGKILL), shielded, so it takes
+        up to twice :data:`SHUTDOWN_GRACE` seconds. A Ctrl-C arrives as a
+        plain ``KeyboardInterrupt``, never wrapped in a group.
     """
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     app = app if app is not None else App("trio-mcp-client")
-    with unwrap_group():
+    with interrupt_wins(), unwrap_group():
         async with trio.open_nursery() as nursery:
             proc = await trio.lowlevel.open_process(
                 argv,
@@ -242,12 +255,15 @@ async def open_stdio_client(
                 stderr=stderr,
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
+                start_new_session=True,  # a terminal's Ctrl-C reaches us only
             )
             assert proc.stdin is not None and proc.stdout is not None
             bus, ends = open_bus(info={"transport": "stdio", "pid": proc.pid})
             nursery.start_soon(_run_and_reap, proc, ends, max_line)
             try:
-                async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+                async with open_client_peer(
+                    app, bus, client_info=client_info, init_timeout=init_timeout
+                ) as peer:
                     yield peer
             finally:
                 bus.outgoing.close()
@@ -270,13 +286,21 @@ async def _stop_process(proc: trio.Process) -> None:
         await proc.wait()
         return
     log.info("server %d did not exit after stdin closed; terminating", proc.pid)
-    proc.terminate()
+    _signal_group(proc, signal.SIGTERM)
     with trio.move_on_after(SHUTDOWN_GRACE):
         await proc.wait()
         return
     log.warning("server %d did not exit after SIGTERM; killing", proc.pid)
-    proc.kill()
+    _signal_group(proc, signal.SIGKILL)
     await proc.wait()
+
+
+def _signal_group(proc: trio.Process, signum: int) -> None:
+    """Signal the server and its own children (its session's process group)."""
+    try:
+        os.killpg(proc.pid, signum)  # the server leads its own group
+    except (ProcessLookupError, PermissionError):
+        proc.send_signal(signum)
 
 
 async def serve_stdio(

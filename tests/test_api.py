@@ -257,21 +257,3 @@ async def test_api_app_run_serves_websocket(tmp_path: Path) -> None:
 def test_api_app_run_rejects_an_unknown_transport() -> None:
     with pytest.raises(ValueError, match="transport"):
         trio_mcp.App("x").run("carrier-pigeon")  # type: ignore[arg-type]
-
-
-# --- the README's walk-through works as written ----------------------------------------------
-
-
-def test_api_readme_walkthrough_runs_and_is_the_example_file() -> None:
-    example = ROOT / "examples" / "cancel_a_task.py"
-    code = example.read_text()
-    body = code.split('"""', 2)[2].strip()
-    assert body in (ROOT / "README.md").read_text(), "README's walk-through != the example file"
-    proc = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert "server: the tool saw its cancellation and stopped" in lines
-    assert lines[-1].startswith("client: the task was cancelled")
-    assert "counted to" not in proc.stdout

@@ -29,7 +29,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_examples_are_all_tested() -> None:
-    tested = {"task_server", "task_client", "agent_pair", "websocket_server"}
+    tested = {"task_server", "task_client", "agent_pair", "websocket_server", "cancel_a_task"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 
 
@@ -132,3 +132,18 @@ def test_examples_websocket_server(websocket_server: str) -> None:
     refused = cli("call", *as_user("mallory", "whoami"))
     assert refused.returncode == 2
     assert "HTTP 401" in refused.stderr
+
+
+# --- the README's walk-through works as written ----------------------------------------------
+
+
+def test_api_readme_walkthrough_runs_and_is_the_example_file() -> None:
+    code = (EXAMPLES / "cancel_a_task.py").read_text()
+    body = code.split('"""', 2)[2].strip()
+    assert body in (ROOT / "README.md").read_text(), "README's walk-through != the example file"
+    proc = run_example("cancel_a_task")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "server: the tool saw its cancellation and stopped" in lines
+    assert lines[-1].startswith("client: the task was cancelled")
+    assert "counted to" not in proc.stdout

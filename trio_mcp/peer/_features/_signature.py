@@ -58,7 +58,10 @@ def read_signature(fn: AsyncFunction, context_type: type[Any], what: str) -> Sig
     context_param: str | None = None
     var_keyword = False
     for name, param in inspect.signature(fn).parameters.items():
-        if hints.get(name) is context_type:
+        hint = hints.get(name)
+        if hint is context_type or (
+            isinstance(hint, str) and hint.rpartition(".")[2] == context_type.__name__
+        ):
             context_param = name
         elif param.kind is param.VAR_KEYWORD:
             var_keyword = True

@@ -176,7 +176,10 @@ def add_conformance_tools(app: trio_mcp.App) -> None:
 
     @app.tool(description="Tool with JSON Schema 2020-12 features for conformance testing "
               "(SEP-1613)", input_schema=JSON_SCHEMA_2020_12)
-    async def json_schema_2020_12_tool(**arguments: Any) -> str:
+    async def json_schema_2020_12_tool(
+        name: str | None = None, address: dict[str, Any] | None = None
+    ) -> str:
+        arguments = {k: v for k, v in (("name", name), ("address", address)) if v is not None}
         return f"JSON Schema 2020-12 tool called with: {_js(arguments)}"
 
 

@@ -148,6 +148,23 @@ def test_features_registration_rules() -> None:
         app.prompt(arguments={"nope": "x"})(read)
     with pytest.raises(ValueError):
         trio_mcp.App("bad", elicitation_modes=("voice",))
+    with pytest.raises(ValueError, match="file://"):
+        trio_mcp.App("c").set_roots(["https://example.com"])
+
+
+async def test_features_url_elicitation_required_error_reaches_the_client() -> None:
+    app = trio_mcp.App("s")
+    needed = {"elicitations": [{"mode": "url", "elicitationId": "e7", "message": "Connect",
+                                "url": "https://example.com/connect?e=e7"}]}
+
+    @app.tool()
+    async def files() -> str:
+        raise trio_mcp.McpError(trio_mcp.URL_ELICITATION_REQUIRED, "Connect first", needed)
+
+    async with trio_mcp.open_memory_pair(app) as (client, _):
+        with pytest.raises(trio_mcp.RemoteError) as info:
+            await client.call_tool("files")
+    assert info.value.code == -32042 and info.value.data == needed
 
 
 async def test_features_removals_announce_list_changes_and_drop_completers() -> None:

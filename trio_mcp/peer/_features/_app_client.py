@@ -47,8 +47,15 @@ class ClientHandlers:
 
         Returns:
             How many connections were told.
+
+        Raises:
+            ValueError: A root's URI does not start with ``file://`` (2025-11-25
+                allows no other scheme yet).
         """
         fixed = [r if isinstance(r, Root) else Root(r) for r in roots]
+        bad = [r.uri for r in fixed if not r.uri.startswith("file://")]
+        if bad:
+            raise ValueError(f"root URIs start with file:// for now, not {bad[:3]}")
 
         async def answer(ctx: RequestContext) -> list[Root]:
             return list(fixed)

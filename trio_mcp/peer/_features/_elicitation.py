@@ -27,7 +27,12 @@ MAX_OPEN_ELICITATIONS: Final = 1_000
 
 
 class UrlElicitation(PeerCore):
-    """Follow URL-mode elicitations to their completion notice."""
+    """Follow URL-mode elicitations to their completion notice.
+
+    Attributes:
+        open_elicitations: Ids of the URL-mode elicitations this client
+            accepted and has not yet seen completed (client role).
+    """
 
     open_elicitations: dict[str, None]
 

@@ -41,7 +41,12 @@ _STDLIB_LEVELS: Final = (
 
 
 class Logging(PeerCore):
-    """Send log messages to a client at its level; receive a server's."""
+    """Send log messages to a client at its level; receive a server's.
+
+    Attributes:
+        log_level: The level the client set with ``logging/setLevel`` (server
+            role); ``None`` until it sets one, and then every message is sent.
+    """
 
     log_level: str | None
 

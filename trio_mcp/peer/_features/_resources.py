@@ -59,7 +59,11 @@ def find_resource(
 
 
 class Resources(PeerCore):
-    """Serve the App's resources and read the other side's."""
+    """Serve the App's resources and read the other side's.
+
+    Attributes:
+        subscriptions: The URIs this connection's client subscribed to (server role).
+    """
 
     subscriptions: set[str]
 

@@ -51,7 +51,20 @@ def string_field(
     pattern: str | None = None,
     format: str | None = None,
 ) -> dict[str, Any]:
-    """A string property of a form (``format``: email, uri, date or date-time)."""
+    """A string property of a form.
+
+    Args:
+        title: Display title.
+        description: Description.
+        default: Prefilled value (SEP-1034).
+        min_length: Shortest length.
+        max_length: Longest length.
+        pattern: A regular expression the value matches.
+        format: ``email``, ``uri``, ``date`` or ``date-time``.
+
+    Raises:
+        ValueError: Another ``format``.
+    """
     if format is not None and format not in _STRING_FORMATS:
         raise ValueError(f"format must be one of {sorted(_STRING_FORMATS)}")
     return _field("string", title, description, default=default, minLength=min_length,
@@ -67,7 +80,16 @@ def number_field(
     minimum: float | None = None,
     maximum: float | None = None,
 ) -> dict[str, Any]:
-    """A number (or, with ``integer``, an integer) property of a form."""
+    """A number (or, with ``integer``, an integer) property of a form.
+
+    Args:
+        integer: Ask for an integer.
+        title: Display title.
+        description: Description.
+        default: Prefilled value (SEP-1034).
+        minimum: Smallest value.
+        maximum: Largest value.
+    """
     kind = "integer" if integer else "number"
     return _field(kind, title, description, default=default, minimum=minimum, maximum=maximum)
 
@@ -75,7 +97,13 @@ def number_field(
 def boolean_field(
     *, title: str | None = None, description: str | None = None, default: bool | None = None
 ) -> dict[str, Any]:
-    """A boolean property of a form."""
+    """A boolean property of a form.
+
+    Args:
+        title: Display title.
+        description: Description.
+        default: Prefilled value (SEP-1034).
+    """
     return _field("boolean", title, description, default=default)
 
 
@@ -119,7 +147,12 @@ def enum_field(
 def form_schema(
     properties: Mapping[str, dict[str, Any]], required: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """The ``requestedSchema`` object of a form from its properties."""
+    """The ``requestedSchema`` object of a form.
+
+    Args:
+        properties: The fields, by name (made with the ``*_field`` helpers).
+        required: The names of the fields the user must fill.
+    """
     schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
     if required:
         schema["required"] = list(required)

@@ -269,3 +269,53 @@ async def test_features_bad_params_get_clear_errors(
         msg = await raw.request(3, method, params)
         assert msg["error"]["code"] == code
         assert await raw.ping_ok()
+
+
+async def test_features_typed_metadata_and_a_roots_function() -> None:
+    app = trio_mcp.App("meta")
+    icon = trio_mcp.Icon(src="https://example.com/i.png", mime_type="image/png", sizes=["48x48"])
+
+    @app.resource("test://doc", title="Doc", icons=[icon],
+                  annotations=trio_mcp.Annotations(audience=["assistant"], priority=1.0,
+                                                   last_modified="2025-01-12T15:00:58Z"))
+    async def doc() -> bytes:
+        return b"\x00\x01"
+
+    @app.prompt(title="Hello", icons=[{"src": "data:image/png;base64,AA=="}])
+    async def hello(ctx: trio_mcp.RequestContext, who: str = "world") -> list[Any]:
+        return [trio_mcp.PromptMessage("assistant", trio_mcp.AudioContent("AA==", "audio/wav")),
+                f"hello {who} from request {ctx.request_id}"]
+
+    @app.tool(annotations=trio_mcp.ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def peek() -> str:
+        return "ok"
+
+    client = trio_mcp.App("c")
+
+    @client.on_roots
+    async def roots(ctx: trio_mcp.RequestContext) -> list[trio_mcp.Root]:
+        return [trio_mcp.Root("file:///a", name=f"asked by {ctx.peer.remote_info.name}")]  # type: ignore[union-attr]
+
+    @app.tool()
+    async def ask(ctx: trio_mcp.RequestContext) -> str:
+        return (await ctx.list_roots())[0].name or ""
+
+    async with trio_mcp.open_memory_pair(app, client) as (peer, server):
+        resource = (await peer.list_all_resources())[0]
+        assert resource.icons == [{"src": "https://example.com/i.png", "mimeType": "image/png",
+                                   "sizes": ["48x48"]}]
+        assert resource.annotations == {"audience": ["assistant"], "priority": 1.0,
+                                        "lastModified": "2025-01-12T15:00:58Z"}
+        blob = (await peer.read_resource("test://doc")).contents[0]
+        assert isinstance(blob, trio_mcp.BlobResourceContents) and blob.blob == "AAE="
+        prompt = (await peer.list_all_prompts())[0]
+        assert prompt.title == "Hello" and prompt.icons == [{"src": "data:image/png;base64,AA=="}]
+        assert prompt.arguments == [trio_mcp.PromptArgument("who", required=False)]
+        got = await peer.get_prompt("hello")
+        assert isinstance(got.messages[0].content, trio_mcp.AudioContent)
+        assert got.messages[1].content == trio_mcp.TextContent(got.text.splitlines()[-1])
+        assert got.text.startswith("hello world from request ")
+        tools = {t.name: t for t in await peer.list_all_tools()}
+        assert tools["peek"].annotations == {"readOnlyHint": True, "openWorldHint": False}
+        assert (await peer.call_tool("ask")).text == "asked by meta"
+        assert [r.uri for r in await server.list_roots()] == ["file:///a"]

@@ -222,14 +222,16 @@ async def test_features_log_handler_forwards_records_at_the_client_level() -> No
             logger.info("quiet")
             logger.warning("loud %d", 1)
             logger.critical("louder")
+            await trio.to_thread.run_sync(logger.error, "from a thread")
             await client.ping()
             with trio.fail_after(5):
-                await seen.wait_for(lambda: len(seen.logs) == 2)
+                await seen.wait_for(lambda: len(seen.logs) == 3)
     finally:
         logger.removeHandler(handler)
     assert [(m.level, m.data, m.logger) for m in seen.logs] == [
         ("warning", "loud 1", "test.features.forwarded"),
         ("critical", "louder", "test.features.forwarded"),
+        ("error", "from a thread", "test.features.forwarded"),
     ]
 
 

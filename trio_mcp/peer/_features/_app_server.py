@@ -309,7 +309,8 @@ class ServerOffers:
         Each record becomes ``notifications/message`` on each open server
         connection whose ``logging/setLevel`` lets it through (DEBUG→debug,
         INFO→info, WARNING→warning, ERROR→error, CRITICAL→critical), with the
-        logger's name. Records emitted outside the Trio thread are dropped.
+        logger's name. Records emitted in worker threads are handed to the
+        Trio thread.
         Add it to a logger: ``logging.getLogger("mine").addHandler(app.log_handler())``.
         """
         return McpLogHandler(self, level)  # type: ignore[arg-type]

@@ -153,32 +153,45 @@ def rfc5424_level(levelno: int) -> str:
 class McpLogHandler(logging.Handler):
     """Forward stdlib log records as ``notifications/message`` to an App's clients.
 
-    Made by :meth:`trio_mcp.App.log_handler`. Records emitted outside the
-    Trio thread, or while this handler is already emitting (a log call made
-    while sending), are dropped.
+    Made by :meth:`trio_mcp.App.log_handler`. A record emitted in another
+    thread (``trio.to_thread``) is handed to the Trio thread the handler last
+    saw (or was made in); with none, or once that run is over, it is dropped.
+    A record emitted while this handler is sending (a log call made while
+    sending) is dropped too.
     """
 
     def __init__(self, app: AppView, level: int = logging.NOTSET) -> None:
         super().__init__(level)
         self.app = app
         self._emitting = False
+        self._token: trio.lowlevel.TrioToken | None = None
+        with contextlib.suppress(RuntimeError):
+            self._token = trio.lowlevel.current_trio_token()
 
     def emit(self, record: logging.LogRecord) -> None:
         """Queue the record for each server connection whose level lets it through."""
-        if self._emitting:
-            return
         try:
-            trio.lowlevel.current_trio_token()
+            text = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        level = rfc5424_level(record.levelno)
+        try:
+            self._token = trio.lowlevel.current_trio_token()
         except RuntimeError:
+            if self._token is not None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    self._token.run_sync_soon(self._send, level, text, record.name)
+            return
+        self._send(level, text, record.name)
+
+    def _send(self, level: str, text: str, logger: str) -> None:
+        if self._emitting:
             return
         self._emitting = True
         try:
-            text = self.format(record)
-            level = rfc5424_level(record.levelno)
             for peer in list(self.app.connections):
                 if isinstance(peer, Logging) and peer.role is Role.SERVER and ready(peer):
-                    peer.send_log_message_soon(level, text, logger=record.name)
-        except Exception:
-            self.handleError(record)
+                    peer.send_log_message_soon(level, text, logger=logger)
         finally:
             self._emitting = False

@@ -65,6 +65,8 @@ async def test_bad_input_unknown_method_is_method_not_found(transport: str) -> N
         ("tasks/get", {}),
         ("tasks/get", {"taskId": 12}),
         ("tools/list", {"cursor": 5}),
+        ("logging/setLevel", {"level": "loud"}),
+        ("logging/setLevel", {}),
     ],
 )
 async def test_bad_input_bad_params_is_invalid_params(
@@ -74,6 +76,23 @@ async def test_bad_input_bad_params_is_invalid_params(
         await raw.initialize()
         msg = await raw.request(6, method, params)
         assert msg["error"]["code"] == trio_mcp.INVALID_PARAMS
+        assert await raw.ping_ok()
+
+
+@pytest.mark.parametrize(
+    "method",
+    ["resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
+     "prompts/list", "prompts/get", "completion/complete", "roots/list",
+     "sampling/createMessage"],
+)
+async def test_bad_input_feature_the_server_did_not_register_is_method_not_found(
+    transport: str, method: str
+) -> None:
+    """The example server has tools only: its other features answer -32601."""
+    async with open_raw(transport) as raw:
+        await raw.initialize()
+        msg = await raw.request(13, method, {"uri": "test://x", "name": "x"})
+        assert msg["error"]["code"] == trio_mcp.METHOD_NOT_FOUND
         assert await raw.ping_ok()
 
 

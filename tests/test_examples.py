@@ -29,7 +29,8 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_examples_are_all_tested() -> None:
-    tested = {"task_server", "task_client", "agent_pair", "websocket_server", "cancel_a_task"}
+    tested = {"task_server", "task_client", "agent_pair", "websocket_server",
+              "everything_server", "cancel_a_task"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 
 
@@ -132,6 +133,29 @@ def test_examples_websocket_server(websocket_server: str) -> None:
     refused = cli("call", *as_user("mallory", "whoami"))
     assert refused.returncode == 2
     assert "HTTP 401" in refused.stderr
+
+
+async def test_examples_everything_server_over_websocket() -> None:
+    """``everything_server.py --ws``; over stdio it runs in tests/test_features.py."""
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/"
+    argv = [sys.executable, str(EXAMPLES / "everything_server.py"), "--ws", f"127.0.0.1:{port}"]
+    async with trio.open_nursery() as nursery:
+        proc: trio.Process = await nursery.start(partial(trio.run_process, argv, check=False))
+        try:
+            with trio.fail_after(30):
+                while True:  # until the server listens
+                    try:
+                        async with trio_mcp.open_websocket_client(url) as peer:
+                            text = (await peer.read_resource("test://static-text")).text
+                            prompts = await peer.list_all_prompts()
+                            break
+                    except (OSError, trio_websocket.HandshakeError):
+                        await trio.sleep(0.1)
+            assert text == "This is the content of the static text resource."
+            assert len(prompts) == 4
+        finally:
+            proc.terminate()
 
 
 # --- the README's walk-through works as written ----------------------------------------------

@@ -238,3 +238,20 @@ async def test_peer_version_negotiation() -> None:
         init["params"]["protocolVersion"] = "1999-01-01"  # type: ignore[index]
         await raw.send(init)
         assert (await raw.recv_response(1))["result"]["protocolVersion"] == "2025-11-25"
+
+
+async def test_peer_logging_and_list_changes_are_declared_by_every_server(transport: str) -> None:
+    """The tools-only example server still speaks logging and announces tool changes;
+    the features it did not register answer -32601."""
+    async with connect(transport) as client:
+        caps = client.remote_server_capabilities
+        assert caps is not None
+        assert caps.logging == {} and caps.tools == {"listChanged": True}
+        assert caps.resources is None and caps.prompts is None and caps.completions is None
+        await client.set_logging_level("debug")
+        with pytest.raises(ValueError):
+            await client.set_logging_level("loud")  # refused before anything is sent
+        for call in (client.list_resources, client.list_prompts):
+            with pytest.raises(trio_mcp.RemoteError) as info:
+                await call()
+            assert info.value.code == trio_mcp.METHOD_NOT_FOUND

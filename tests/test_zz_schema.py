@@ -25,6 +25,7 @@ import pytest
 import trio_mcp
 
 from .conftest import RECORDED
+from .everything import connect_everything, feature_client
 from .helpers import client_app, example_app
 
 RESULT_BY_METHOD = {
@@ -38,6 +39,16 @@ RESULT_BY_METHOD = {
     "tasks/result": "GetTaskPayloadResult",
     "sampling/createMessage": "CreateMessageResult",
     "elicitation/create": "ElicitResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "resources/subscribe": "EmptyResult",
+    "resources/unsubscribe": "EmptyResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
+    "logging/setLevel": "EmptyResult",
+    "roots/list": "ListRootsResult",
 }
 RELATED = trio_mcp.RELATED_TASK_META
 
@@ -93,6 +104,7 @@ async def test_schema_every_sent_message_validates(schema: dict[str, Any]) -> No
         await handle.result()
         await client.list_tasks()
         await client.ping()
+    await _every_feature_conversation()
 
     by_method = {}
     for name, definition in schema["$defs"].items():
@@ -130,8 +142,44 @@ async def test_schema_every_sent_message_validates(schema: dict[str, Any]) -> No
     # The check covered the task messages, not only pings.
     for name in ("#CreateTaskResult", "GetTaskRequest", "#GetTaskResult",
                  "TaskStatusNotification", "#CallToolResult", "CreateMessageRequest",
-                 "ElicitRequest", "#ListTasksResult"):
+                 "ElicitRequest", "#ListTasksResult",
+                 "#ListResourcesResult", "#ListResourceTemplatesResult", "#ReadResourceResult",
+                 "#ListPromptsResult", "#GetPromptResult", "#CompleteResult", "#ListRootsResult",
+                 "ListRootsRequest", "SubscribeRequest", "SetLevelRequest", "CompleteRequest",
+                 "LoggingMessageNotification", "ResourceUpdatedNotification",
+                 "ToolListChangedNotification", "RootsListChangedNotification",
+                 "ElicitationCompleteNotification"):
         assert kinds[name] > 0, name
+
+
+async def _every_feature_conversation() -> None:
+    """Send each message of the resources, prompts, completion, logging, roots,
+    list-change and elicitation features at least once."""
+    app, _ = feature_client(roots=["file:///r"])
+    async with connect_everything("memory", app) as client:
+        await client.list_all_resources()
+        await client.list_all_resource_templates()
+        for uri in ("test://static-text", "test://static-binary", "test://template/1/data"):
+            await client.read_resource(uri)
+        await client.subscribe_resource("test://watched-resource")
+        await client.call_tool("test_update_watched_resource")
+        await client.unsubscribe_resource("test://watched-resource")
+        await client.list_all_prompts()
+        for name, args in (("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"}),
+                           ("test_prompt_with_image", None),
+                           ("test_prompt_with_embedded_resource", {"resourceUri": "test://e"})):
+            await client.get_prompt(name, args)
+        await client.complete(trio_mcp.PromptReference("test_prompt_with_arguments"), "arg2",
+                              "", context={"arg1": "a"})
+        await client.set_logging_level("debug")
+        for tool in ("test_log_levels", "test_list_roots", "test_toggle_dynamic_tool",
+                     "test_url_elicitation", "test_elicitation_sep1330_enums",
+                     "test_elicitation_sep1034_defaults", "test_multiple_content_types",
+                     "test_resource_link", "test_audio_content"):
+            await client.call_tool(tool)
+        app.set_roots(["file:///s"])
+        await client.call_tool("test_list_roots")
+        await client.ping()
 
 
 def test_schema_checker_catches_a_bad_message(schema: dict[str, Any]) -> None:

@@ -35,37 +35,74 @@ from .peer._features import Peer as Peer
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
 from .peer._features import open_peer as open_peer
+
+# Resources, prompts, completion, logging, roots, elicitation forms.
+from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
 from .peer._messages import (
     LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION,
 )
+from .peer._messages import LOGGING_LEVELS as LOGGING_LEVELS
 from .peer._messages import (
     MODEL_IMMEDIATE_RESPONSE_META as MODEL_IMMEDIATE_RESPONSE_META,
 )
 from .peer._messages import (
     RELATED_TASK_META as RELATED_TASK_META,
 )
+from .peer._messages import URL_ELICITATION_REQUIRED as URL_ELICITATION_REQUIRED
+from .peer._messages import Annotations as Annotations
+from .peer._messages import AudioContent as AudioContent
+from .peer._messages import BlobResourceContents as BlobResourceContents
 from .peer._messages import CallToolResult as CallToolResult
 from .peer._messages import ClientCapabilities as ClientCapabilities
+from .peer._messages import CompleteResult as CompleteResult
+from .peer._messages import Completion as Completion
 from .peer._messages import CreateMessageParams as CreateMessageParams
 from .peer._messages import CreateMessageResult as CreateMessageResult
 from .peer._messages import CreateTaskResult as CreateTaskResult
 from .peer._messages import ElicitParams as ElicitParams
 from .peer._messages import ElicitResult as ElicitResult
+from .peer._messages import EmbeddedResource as EmbeddedResource
 from .peer._messages import ErrorResponse as ErrorResponse
+from .peer._messages import GetPromptResult as GetPromptResult
+from .peer._messages import Icon as Icon
+from .peer._messages import ImageContent as ImageContent
 from .peer._messages import Implementation as Implementation
+from .peer._messages import ListPromptsResult as ListPromptsResult
+from .peer._messages import ListResourcesResult as ListResourcesResult
+from .peer._messages import ListResourceTemplatesResult as ListResourceTemplatesResult
+from .peer._messages import ListRootsResult as ListRootsResult
 from .peer._messages import ListTasksResult as ListTasksResult
 from .peer._messages import ListToolsResult as ListToolsResult
+from .peer._messages import LoggingMessageParams as LoggingMessageParams
 from .peer._messages import Notification as Notification
 from .peer._messages import ProgressParams as ProgressParams
+from .peer._messages import Prompt as Prompt
+from .peer._messages import PromptArgument as PromptArgument
+from .peer._messages import PromptMessage as PromptMessage
+from .peer._messages import PromptReference as PromptReference
+from .peer._messages import ReadResourceResult as ReadResourceResult
 from .peer._messages import Request as Request
+from .peer._messages import Resource as Resource
+from .peer._messages import ResourceLink as ResourceLink
+from .peer._messages import ResourceTemplate as ResourceTemplate
+from .peer._messages import ResourceTemplateReference as ResourceTemplateReference
 from .peer._messages import Response as Response
+from .peer._messages import Root as Root
 from .peer._messages import SamplingMessage as SamplingMessage
 from .peer._messages import ServerCapabilities as ServerCapabilities
 from .peer._messages import Task as Task
 from .peer._messages import TaskStatus as TaskStatus
 from .peer._messages import TextContent as TextContent
+from .peer._messages import TextResourceContents as TextResourceContents
 from .peer._messages import Tool as Tool
+from .peer._messages import ToolAnnotations as ToolAnnotations
 from .peer._messages import Undecodable as Undecodable
+from .peer._messages import boolean_field as boolean_field
+from .peer._messages import check_form_schema as check_form_schema
+from .peer._messages import enum_field as enum_field
+from .peer._messages import form_schema as form_schema
+from .peer._messages import number_field as number_field
+from .peer._messages import string_field as string_field
 from .peer._session import MessageBus as MessageBus
 from .peer._session import memory_bus_pair as memory_bus_pair
 from .peer._session import open_bus as open_bus

@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonschema
 
-from ..helpers import ROOT, TASK_SERVER
+from ..helpers import EXAMPLES, ROOT, TASK_SERVER
 
 INTEROP = Path(__file__).resolve().parent
 NODE_DIR = INTEROP / "node"
@@ -38,6 +38,8 @@ MCP130_REQUIREMENTS = PY_DIR / "requirements-mcp130.txt"
 MCP130_VERSION = "1.30.0"
 TS_CLIENT = NODE_DIR / "ts_client.mjs"
 TS_SERVER = NODE_DIR / "ts_server.mjs"
+TS_FEATURES_CLIENT = NODE_DIR / "ts_features_client.mjs"
+EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
 SERVER_EVERYTHING = (
     NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 )
@@ -238,6 +240,16 @@ _RESULTS = {
     "tasks/cancel": "CancelTaskResult",
     "sampling/createMessage": "CreateMessageResult",
     "elicitation/create": "ElicitResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "resources/subscribe": "EmptyResult",
+    "resources/unsubscribe": "EmptyResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
+    "logging/setLevel": "EmptyResult",
+    "roots/list": "ListRootsResult",
 }
 
 

@@ -8,7 +8,7 @@ connect (as an MCP client); the role of each connection only decides who sends
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 import attrs
@@ -19,13 +19,22 @@ from .._messages import (
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
+    Icon,
     Implementation,
     ServerCapabilities,
+    ToolAnnotations,
     converter,
+    to_wire,
 )
 from .._tasks import TaskLimits, TaskRegistry, TaskStore
+from ._app_client import ClientHandlers, RootsHandler
+from ._app_server import Completer, ServerOffers
+from ._base import PeerCore
+from ._callbacks import Callbacks
 from ._catalog import declared_client_capabilities, declared_server_capabilities
 from ._context import RequestContext
+from ._promptspec import PromptSpec
+from ._resourcespec import ResourceSpec, TemplateSpec
 from ._toolspec import ToolFunction, ToolSpec, make_tool_spec
 
 F = TypeVar("F", bound=ToolFunction)
@@ -34,8 +43,12 @@ ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitRe
 
 
 @attrs.define(eq=False)
-class App:
-    """What this side of MCP offers: tools, client-side handlers, and tasks.
+class App(ServerOffers, ClientHandlers):
+    """What this side of MCP offers: tools, resources, prompts, client-side handlers, tasks.
+
+    Registration methods for resources, prompts and completions come from
+    :class:`~._app_server.ServerOffers`; roots and notification callbacks
+    from :class:`~._app_client.ClientHandlers`.
 
     Args:
         name: Implementation name sent as ``serverInfo``/``clientInfo``.
@@ -47,6 +60,9 @@ class App:
         store: Where task records live: a :class:`TaskStore` or a URL
             (``"sqlite:///tasks.db"``: durable across restarts); in memory
             by default.
+        elicitation_modes: The elicitation modes the client declares and its
+            elicitation handler takes: ``("form",)`` by default; add ``"url"``
+            for URL mode.
 
     Example::
 
@@ -64,13 +80,23 @@ class App:
     limits: TaskLimits = attrs.field(factory=TaskLimits)
     host_tasks: bool = True
     store: TaskStore | str | None = None
+    elicitation_modes: tuple[str, ...] = attrs.field(default=("form",), converter=tuple)
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)
+    resources: dict[str, ResourceSpec] = attrs.field(factory=dict, init=False)
+    resource_templates: dict[str, TemplateSpec] = attrs.field(factory=dict, init=False)
+    prompts: dict[str, PromptSpec] = attrs.field(factory=dict, init=False)
+    completers: dict[tuple[str, str, str], Completer] = attrs.field(factory=dict, init=False)
+    roots_handler: RootsHandler | None = attrs.field(default=None, init=False)
+    callbacks: Callbacks = attrs.field(factory=Callbacks, init=False)
+    connections: set[PeerCore] = attrs.field(factory=set, init=False, repr=False)
     registry: TaskRegistry = attrs.field(init=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if not self.elicitation_modes or not set(self.elicitation_modes) <= {"form", "url"}:
+            raise ValueError(f"elicitation modes are form and/or url, not {self.elicitation_modes}")
         self.registry = TaskRegistry(self.limits, store=self.store)
 
     @property
@@ -90,7 +116,8 @@ class App:
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
     ) -> Callable[[F], F]: ...
@@ -103,7 +130,8 @@ class App:
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
     ) -> Callable[[F], F] | F:
@@ -125,7 +153,9 @@ class App:
                 signature when omitted.
             output_schema: JSON Schema of ``structuredContent``; derived from
                 a structured return annotation when omitted.
-            annotations: Tool annotations (hints) as a JSON object.
+            annotations: Tool annotations (``ToolAnnotations`` or a JSON
+                object: readOnlyHint, destructiveHint...).
+            icons: Icons (``Icon`` objects or JSON objects).
             task_support: ``"forbidden"`` (default), ``"optional"`` or
                 ``"required"``: listed as ``execution.taskSupport``.
             immediate_response: Text put in the ``CreateTaskResult``'s
@@ -154,13 +184,17 @@ class App:
                 description=description,
                 input_schema=input_schema,
                 output_schema=output_schema,
-                annotations=annotations,
+                annotations=None if annotations is None else dict(to_wire(annotations)),
                 task_support=task_support,
             )
+            if icons is not None:
+                tool = attrs.evolve(spec.tool, icons=[dict(to_wire(i)) for i in icons])
+                spec = attrs.evolve(spec, tool=tool)
             if spec.tool.name in self.tools:
                 raise ValueError(f"a tool named {spec.tool.name!r} is already registered")
             self.tools[spec.tool.name] = spec
             self._immediate[spec.tool.name] = immediate_response
+            self._list_changed("tools")
             return fn
 
         return register
@@ -199,12 +233,16 @@ class App:
     def on_elicitation(
         self, handler: ElicitationHandler | None = None
     ) -> ElicitationHandler | Callable[[ElicitationHandler], ElicitationHandler]:
-        """Register the handler that answers ``elicitation/create`` (form mode).
+        """Register the handler that answers ``elicitation/create``.
 
         Use it bare (``@app.on_elicitation``) or called (``@app.on_elicitation()``).
 
-        The client then declares ``elicitation: {form: {}}`` (and, with
-        ``host_tasks``, ``tasks.requests.elicitation.create``).
+        The client then declares ``elicitation`` with the App's
+        ``elicitation_modes`` (form only by default; with ``"url"`` the handler
+        also gets URL-mode requests: show ``params.url``, ask the user's
+        consent, answer ``accept`` without content) and, with ``host_tasks``,
+        ``tasks.requests.elicitation.create``. A request in a mode not
+        declared is answered -32602.
         """
         if handler is None:
             return self.on_elicitation

@@ -78,6 +78,47 @@ class AppView(Protocol):
         """The ``elicitation/create`` handler, if any."""
         ...
 
+    @property
+    def resources(self) -> Mapping[str, Any]:
+        """Fixed resources by URI (:class:`~._resourcespec.ResourceSpec` values)."""
+        ...
+
+    @property
+    def resource_templates(self) -> Mapping[str, Any]:
+        """Resource templates by URI template (:class:`~._resourcespec.TemplateSpec` values)."""
+        ...
+
+    @property
+    def prompts(self) -> Mapping[str, Any]:
+        """Prompts by name (:class:`~._promptspec.PromptSpec` values)."""
+        ...
+
+    @property
+    def completers(self) -> Mapping[tuple[str, str, str], Callable[..., Awaitable[Any]]]:
+        """Completion functions by (``ref/prompt`` or ``ref/resource``, name or URI template,
+        argument)."""
+        ...
+
+    @property
+    def roots_handler(self) -> Callable[..., Awaitable[Any]] | None:
+        """What answers ``roots/list`` as a client, if anything."""
+        ...
+
+    @property
+    def elicitation_modes(self) -> tuple[str, ...]:
+        """The elicitation modes the elicitation handler takes (``form``, ``url``)."""
+        ...
+
+    @property
+    def callbacks(self) -> Any:
+        """The notification callbacks (a :class:`~._callbacks.Callbacks`)."""
+        ...
+
+    @property
+    def connections(self) -> set[Any]:
+        """The App's open connections (peers); they add and remove themselves."""
+        ...
+
     def immediate_response(self, tool_name: str) -> str | None:
         """The model-immediate-response text of a tool, if any."""
         ...

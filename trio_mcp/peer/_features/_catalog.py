@@ -4,7 +4,8 @@ Adding an MCP feature: write its module (a :class:`~._base.PeerCore` mixin
 with ``install`` and, if it declares any, ``declare_server`` /
 ``declare_client``), then add its class here and to ``Peer``'s bases. The
 session is never edited. Order matters for declarations only: the task
-receiver comes after every feature whose requests can run as tasks.
+receiver comes after every feature whose requests can run as tasks, and
+URL elicitation after the client features (it wraps their handler).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from typing import Any, Final
 
 from ._base import AppView, PeerCore, merge_capabilities
 from ._client import ClientFeatures
+from ._completion import Completions
+from ._elicitation import UrlElicitation
 from ._lifecycle import Lifecycle
+from ._list_changes import ListChanges
+from ._logging import Logging
+from ._prompts import Prompts
+from ._resources import Resources
+from ._roots import Roots
 from ._task_receiver import TaskReceiver
 from ._task_requestor import TaskRequestor
 from ._tools import Tools
@@ -21,7 +29,14 @@ from ._tools import Tools
 FEATURES: Final[tuple[type[PeerCore], ...]] = (
     Lifecycle,
     Tools,
+    Resources,
+    Prompts,
+    Completions,
+    Logging,
+    ListChanges,
     ClientFeatures,
+    UrlElicitation,
+    Roots,
     TaskReceiver,
     TaskRequestor,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from ..._errors import METHOD_NOT_FOUND, McpError
+from ..._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from .._messages import (
     CreateMessageParams,
     CreateMessageResult,
@@ -43,7 +43,7 @@ class ClientFeatures(PeerCore):
             caps["sampling"] = {}
             requests["sampling"] = {"createMessage": {}}
         if app.elicitation_handler is not None:
-            caps["elicitation"] = {"form": {}}
+            caps["elicitation"] = {mode: {} for mode in app.elicitation_modes}
             requests["elicitation"] = {"create": {}}
         if app.host_tasks and requests:
             caps["tasks"] = {"requests": requests}
@@ -53,6 +53,11 @@ class ClientFeatures(PeerCore):
         return await self._on_client_request(req, self.app.sampling_handler, CreateMessageParams)
 
     async def _on_elicitation(self, req: Request) -> Any:
+        if self.role is Role.CLIENT and self.app.elicitation_handler is not None:
+            mode = (req.params or {}).get("mode") or "form"
+            if mode not in self.app.elicitation_modes:
+                # The spec: a mode the client did not declare is invalid params.
+                raise McpError(INVALID_PARAMS, f"Elicitation mode not supported: {str(mode)[:20]}")
         return await self._on_client_request(req, self.app.elicitation_handler, ElicitParams)
 
     async def _on_client_request(

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 from typing import Any, TypeVar, final
 
 from ..._errors import ConnectionClosed, LocalUsageError
 from .._messages import (
     CreateMessageParams,
     CreateMessageResult,
+    ElicitationCompleteParams,
     ElicitParams,
     ElicitResult,
+    ListRootsResult,
+    LoggingMessageParams,
     ProgressParams,
+    Root,
     SamplingMessage,
+    check_form_schema,
     converter,
     related_task_meta,
     task_capability,
@@ -21,6 +27,7 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskConnection, TaskHandle
 from ._base import PeerCore
+from ._logging import Logging
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -131,10 +138,99 @@ class RequestContext:
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.elicitation is None:
             raise LocalUsageError("the client did not declare the elicitation capability")
+        if caps.elicitation and "form" not in caps.elicitation:
+            raise LocalUsageError("the client did not declare form-mode elicitation")
+        problem = check_form_schema(requested_schema)
+        if problem is not None:
+            raise LocalUsageError(f"not a form-mode schema: {problem}")
         params = ElicitParams(message=message, requested_schema=requested_schema, mode="form")
         return await self._request_maybe_task(
             "elicitation/create", to_wire(params), ElicitResult, as_task, ttl
         )
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None
+    ) -> tuple[str, ElicitResult]:
+        """Ask the user, through the client, to open ``url`` (URL-mode ``elicitation/create``).
+
+        ``accept`` means the user agreed to go; the interaction itself happens
+        out of band. When it is done, tell the client with
+        :meth:`complete_elicitation`.
+
+        Args:
+            message: Why the user should open the URL.
+            url: The URL (no credentials or personal data in it).
+            elicitation_id: The id to use; a random one by default.
+
+        Returns:
+            The elicitation id and the client's answer.
+
+        Raises:
+            LocalUsageError: The client did not declare URL-mode elicitation.
+            RemoteError: The client answered with a JSON-RPC error.
+
+        Cancellation: sends ``notifications/cancelled`` for the request.
+        """
+        caps = self.peer.remote_client_capabilities
+        if caps is None or not isinstance(caps.elicitation, dict) or "url" not in caps.elicitation:
+            raise LocalUsageError("the client did not declare URL-mode elicitation")
+        elicitation_id = elicitation_id or secrets.token_urlsafe(16)
+        params = ElicitParams(message=message, mode="url", url=url, elicitation_id=elicitation_id)
+        raw, _ = await self._ask("elicitation/create", to_wire(params))
+        return elicitation_id, converter.structure(raw, ElicitResult)
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Send ``notifications/elicitation/complete`` to the client this request came from.
+
+        Cancellation: the notification may or may not have been sent.
+        """
+        with contextlib.suppress(ConnectionClosed):
+            await self.peer.notify(
+                "notifications/elicitation/complete", ElicitationCompleteParams(elicitation_id)
+            )
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """Send ``notifications/message`` to the client if its level lets ``level`` through.
+
+        Args:
+            level: An RFC 5424 level: debug, info, notice, warning, error,
+                critical, alert, emergency.
+            data: Any JSON value.
+            logger: The logger's name, if any.
+
+        Raises:
+            ValueError: ``level`` is not a level name.
+
+        Cancellation: safe to cancel; the message may or may not go.
+        """
+        peer: object = self.peer
+        if self._task is not None:
+            peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
+        if not isinstance(peer, Logging) or not peer.wants_log(level):
+            return
+        params = LoggingMessageParams(level=level, data=data, logger=logger)
+        if self._task is not None:
+            peer.notify_soon("notifications/message", params)
+            return
+        # Sent in line, so it precedes the request's response.
+        with contextlib.suppress(ConnectionClosed):
+            await peer.notify("notifications/message", params)
+
+    async def list_roots(self) -> list[Root]:
+        """Ask the client for its roots (``roots/list``).
+
+        Raises:
+            LocalUsageError: The client did not declare the roots capability.
+            RemoteError: The client refused.
+
+        Cancellation: sends ``notifications/cancelled`` for the request.
+        """
+        caps = self.peer.remote_client_capabilities
+        if caps is None or caps.roots is None:
+            raise LocalUsageError("the client did not declare the roots capability")
+        raw, _ = await self._ask("roots/list", {})
+        result: ListRootsResult = converter.structure(raw, ListRootsResult)
+        return result.roots
 
     async def sample(
         self,

@@ -1,8 +1,10 @@
 """``Peer``: one MCP connection, in either role, made of the features.
 
 The JSON-RPC mechanics live in the session (``peer._session``); each MCP
-feature is a mixin (``_lifecycle``, ``_tools``, ``_client``,
-``_task_receiver``, ``_task_requestor``) listed in ``_catalog.FEATURES``.
+feature is a mixin (``_lifecycle``, ``_tools``, ``_resources``, ``_prompts``,
+``_completion``, ``_logging``, ``_list_changes``, ``_client``,
+``_elicitation``, ``_roots``, ``_task_receiver``, ``_task_requestor``)
+listed in ``_catalog.FEATURES``.
 This module only composes them and runs the connection.
 """
 
@@ -21,14 +23,34 @@ from ._app import App
 from ._base import Role
 from ._catalog import FEATURES, install_features
 from ._client import ClientFeatures
+from ._completion import Completions
+from ._elicitation import UrlElicitation
 from ._lifecycle import Lifecycle
+from ._list_changes import ListChanges
+from ._logging import Logging
+from ._prompts import Prompts
+from ._resources import Resources
+from ._roots import Roots
 from ._task_receiver import TaskReceiver
 from ._task_requestor import TaskRequestor
 from ._tools import Tools
 
 
 @final
-class Peer(Lifecycle, Tools, ClientFeatures, TaskReceiver, TaskRequestor):
+class Peer(
+    Lifecycle,
+    Tools,
+    Resources,
+    Prompts,
+    Completions,
+    Logging,
+    ListChanges,
+    ClientFeatures,
+    UrlElicitation,
+    Roots,
+    TaskReceiver,
+    TaskRequestor,
+):
     """One MCP connection, in either role, requestor and receiver at once.
 
     Create it with :func:`open_peer` (or a transport's ``open_*`` /
@@ -73,6 +95,7 @@ class Peer(Lifecycle, Tools, ClientFeatures, TaskReceiver, TaskRequestor):
         registry = self.app.registry
         async with registry.running():
             registry.attach(self.context, self)
+            self.app.connections.add(self)
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self.session.run)
@@ -80,6 +103,7 @@ class Peer(Lifecycle, Tools, ClientFeatures, TaskReceiver, TaskRequestor):
                         await self._handshake()
                     task_status.started(self)
             finally:
+                self.app.connections.discard(self)
                 registry.detach(self.context, self)
                 self.session.close()
 

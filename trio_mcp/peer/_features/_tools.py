@@ -59,7 +59,7 @@ class Tools(PeerCore):
     def declare_server(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
         if not app.tools:
             return {}
-        caps: dict[str, Any] = {"tools": {"listChanged": False}}
+        caps: dict[str, Any] = {"tools": {"listChanged": True}}
         if app.host_tasks and any(
             s.tool.task_support != "forbidden" for s in app.tools.values()
         ):

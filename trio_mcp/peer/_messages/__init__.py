@@ -3,6 +3,9 @@
 Nothing here does I/O or knows about Trio; every other layer builds on it.
 """
 
+from ._annotations import Annotations as Annotations
+from ._annotations import Icon as Icon
+from ._annotations import ToolAnnotations as ToolAnnotations
 from ._base import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
 from ._base import MODEL_IMMEDIATE_RESPONSE_META as MODEL_IMMEDIATE_RESPONSE_META
 from ._base import RELATED_TASK_META as RELATED_TASK_META
@@ -24,6 +27,15 @@ from ._client import CreateMessageResult as CreateMessageResult
 from ._client import ElicitParams as ElicitParams
 from ._client import ElicitResult as ElicitResult
 from ._client import SamplingMessage as SamplingMessage
+from ._completion import MAX_COMPLETION_VALUES as MAX_COMPLETION_VALUES
+from ._completion import CompleteParams as CompleteParams
+from ._completion import CompleteResult as CompleteResult
+from ._completion import Completion as Completion
+from ._completion import CompletionArgument as CompletionArgument
+from ._completion import CompletionContext as CompletionContext
+from ._completion import CompletionReference as CompletionReference
+from ._completion import PromptReference as PromptReference
+from ._completion import ResourceTemplateReference as ResourceTemplateReference
 from ._content import AudioContent as AudioContent
 from ._content import ContentBlock as ContentBlock
 from ._content import EmbeddedResource as EmbeddedResource
@@ -36,6 +48,14 @@ from ._convert import converter as converter
 from ._convert import from_wire as from_wire
 from ._convert import to_wire as to_wire
 from ._convert import wire_object as wire_object
+from ._elicitation import URL_ELICITATION_REQUIRED as URL_ELICITATION_REQUIRED
+from ._elicitation import ElicitationCompleteParams as ElicitationCompleteParams
+from ._elicitation import boolean_field as boolean_field
+from ._elicitation import check_form_schema as check_form_schema
+from ._elicitation import enum_field as enum_field
+from ._elicitation import form_schema as form_schema
+from ._elicitation import number_field as number_field
+from ._elicitation import string_field as string_field
 from ._jsonrpc import ErrorData as ErrorData
 from ._jsonrpc import ErrorResponse as ErrorResponse
 from ._jsonrpc import Incoming as Incoming
@@ -48,6 +68,28 @@ from ._jsonrpc import Undecodable as Undecodable
 from ._jsonrpc import decode_message as decode_message
 from ._jsonrpc import encode_for_wire as encode_for_wire
 from ._jsonrpc import message_to_json as message_to_json
+from ._logging import LOGGING_LEVELS as LOGGING_LEVELS
+from ._logging import LoggingLevel as LoggingLevel
+from ._logging import LoggingMessageParams as LoggingMessageParams
+from ._logging import SetLevelParams as SetLevelParams
+from ._logging import level_rank as level_rank
+from ._prompts import GetPromptParams as GetPromptParams
+from ._prompts import GetPromptResult as GetPromptResult
+from ._prompts import ListPromptsResult as ListPromptsResult
+from ._prompts import Prompt as Prompt
+from ._prompts import PromptArgument as PromptArgument
+from ._prompts import PromptMessage as PromptMessage
+from ._resources import BlobResourceContents as BlobResourceContents
+from ._resources import ListResourcesResult as ListResourcesResult
+from ._resources import ListResourceTemplatesResult as ListResourceTemplatesResult
+from ._resources import ReadResourceResult as ReadResourceResult
+from ._resources import Resource as Resource
+from ._resources import ResourceContents as ResourceContents
+from ._resources import ResourceTemplate as ResourceTemplate
+from ._resources import ResourceUriParams as ResourceUriParams
+from ._resources import TextResourceContents as TextResourceContents
+from ._roots import ListRootsResult as ListRootsResult
+from ._roots import Root as Root
 from ._tasks import CreateTaskResult as CreateTaskResult
 from ._tasks import ListTasksResult as ListTasksResult
 from ._tasks import Task as Task

@@ -1,0 +1,357 @@
+"""An MCP server with every 2025-11-25 feature, over stdio or WebSocket.
+
+    python examples/everything_server.py                  # stdio
+    python examples/everything_server.py --ws 127.0.0.1:8765
+
+It carries the fixture the official conformance suite's server scenarios
+expect (tool, resource and prompt names and payloads: ``test_simple_text``,
+``test://static-text``, ``test_prompt_with_arguments``...), plus tools that
+exercise what those scenarios do not: resource links, roots, URL-mode
+elicitation, list changes and resource updates.
+
+Tools (conformance): test_simple_text, test_image_content, test_audio_content,
+test_embedded_resource, test_multiple_content_types, test_tool_with_logging,
+test_tool_with_progress, test_error_handling, test_sampling {prompt},
+test_elicitation {message}, test_elicitation_sep1034_defaults,
+test_elicitation_sep1330_enums, json_schema_2020_12_tool {name?, address?}.
+Tools (more): test_resource_link, test_list_roots, test_url_elicitation {url},
+test_toggle_dynamic_tool, test_update_watched_resource {text}, test_log_levels.
+Resources: test://static-text, test://static-binary, test://watched-resource,
+template test://template/{id}/data (with completion of ``id``).
+Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
+completion; arg2's depends on arg1), test_prompt_with_embedded_resource
+{resourceUri}, test_prompt_with_image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from functools import partial
+from typing import Any
+
+import trio
+
+import trio_mcp
+from trio_mcp import (
+    AudioContent,
+    Completion,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceLink,
+    TextContent,
+)
+
+#: A 1x1 red PNG and a minimal WAV, base64 (the conformance payloads).
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+LOGGER = "everything-server"
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+ARG1_CHOICES = ("alpha", "alpine", "beta", "gamma", "delta")
+
+
+def _js(value: Any) -> str:
+    """JSON as JavaScript's ``JSON.stringify`` writes it (the fixture's texts)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def add_conformance_tools(app: trio_mcp.App) -> None:
+    """The tools the conformance suite's ``tools-*`` scenarios call."""
+
+    @app.tool(description="Tests simple text content response",
+              annotations=trio_mcp.ToolAnnotations(read_only_hint=True))
+    async def test_simple_text() -> str:
+        return "This is a simple text response for testing."
+
+    @app.tool(description="Tests image content response")
+    async def test_image_content() -> list[Any]:
+        return [ImageContent(data=PNG, mime_type="image/png")]
+
+    @app.tool(description="Tests audio content response")
+    async def test_audio_content() -> list[Any]:
+        return [AudioContent(data=WAV, mime_type="audio/wav")]
+
+    @app.tool(description="Tests embedded resource content response")
+    async def test_embedded_resource() -> list[Any]:
+        return [EmbeddedResource({"uri": "test://embedded-resource", "mimeType": "text/plain",
+                                  "text": "This is an embedded resource content."})]
+
+    @app.tool(description="Tests response with multiple content types (text, image, resource)")
+    async def test_multiple_content_types() -> list[Any]:
+        return [
+            TextContent("Multiple content types test:"),
+            ImageContent(data=PNG, mime_type="image/png"),
+            EmbeddedResource({"uri": "test://mixed-content-resource",
+                              "mimeType": "application/json",
+                              "text": _js({"test": "data", "value": 123})}),
+        ]
+
+    @app.tool(description="Tests tool that emits log messages during execution")
+    async def test_tool_with_logging(ctx: trio_mcp.RequestContext) -> str:
+        for text in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+            await ctx.log("info", text)
+        return "Tool with logging executed successfully"
+
+    @app.tool(description="Tests tool that reports progress notifications")
+    async def test_tool_with_progress(ctx: trio_mcp.RequestContext) -> str:
+        for step in (0, 50, 100):
+            await ctx.report_progress(step, 100, f"Completed step {step} of 100")
+        token = ctx.progress_token
+        return str(token if token is not None else 0)
+
+    @app.tool(description="Tests error response handling")
+    async def test_error_handling() -> str:
+        raise RuntimeError("This tool intentionally returns an error for testing")
+
+    @app.tool(description="Tests server-initiated sampling (LLM completion request)")
+    async def test_sampling(ctx: trio_mcp.RequestContext, prompt: str) -> str:
+        try:
+            result = await ctx.sample(prompt, max_tokens=100, as_task=False)
+        except trio_mcp.TrioMcpError as exc:
+            return f"Sampling not supported or error: {exc}"
+        return f"LLM response: {result.text or 'No response'}"
+
+    @app.tool(description="Tests server-initiated elicitation (user input request)")
+    async def test_elicitation(ctx: trio_mcp.RequestContext, message: str) -> str:
+        schema = trio_mcp.form_schema(
+            {"response": trio_mcp.string_field(description="User's response")}, ["response"]
+        )
+        try:
+            result = await ctx.elicit(message, schema)
+        except trio_mcp.TrioMcpError as exc:
+            return f"Elicitation not supported or error: {exc}"
+        return f"User response: action={result.action}, content={_js(result.content or {})}"
+
+    @app.tool(description="Tests elicitation with default values per SEP-1034")
+    async def test_elicitation_sep1034_defaults(ctx: trio_mcp.RequestContext) -> str:
+        schema = trio_mcp.form_schema({
+            "name": trio_mcp.string_field(description="User name", default="John Doe"),
+            "age": trio_mcp.number_field(integer=True, description="User age", default=30),
+            "score": trio_mcp.number_field(description="User score", default=95.5),
+            "status": trio_mcp.enum_field(["active", "inactive", "pending"],
+                                          description="User status", default="active"),
+            "verified": trio_mcp.boolean_field(description="Verification status", default=True),
+        })
+        schema["required"] = []
+        return await _elicit_summary(ctx, "Please review and update the form fields with defaults",
+                                     schema)
+
+    @app.tool(description="Tests elicitation with enum schema improvements per SEP-1330")
+    async def test_elicitation_sep1330_enums(ctx: trio_mcp.RequestContext) -> str:
+        options = ["option1", "option2", "option3"]
+        titles = {"value1": "First Option", "value2": "Second Option", "value3": "Third Option"}
+        choices = {"value1": "First Choice", "value2": "Second Choice", "value3": "Third Choice"}
+        legacy = {"type": "string", "description": "Select one option (legacy)",
+                  "enum": ["opt1", "opt2", "opt3"],
+                  "enumNames": ["Option One", "Option Two", "Option Three"]}
+        schema = trio_mcp.form_schema({
+            "untitledSingle": trio_mcp.enum_field(options, description="Select one option"),
+            "titledSingle": trio_mcp.enum_field(titles,
+                                                description="Select one option with titles"),
+            "legacyEnum": legacy,
+            "untitledMulti": trio_mcp.enum_field(options, multiple=True, min_items=1,
+                                                 max_items=3,
+                                                 description="Select multiple options"),
+            "titledMulti": trio_mcp.enum_field(choices, multiple=True, min_items=1, max_items=3,
+                                               description="Select multiple options with titles"),
+        })
+        schema["required"] = []
+        return await _elicit_summary(ctx, "Please select options from the enum fields", schema)
+
+    @app.tool(description="Tool with JSON Schema 2020-12 features for conformance testing "
+              "(SEP-1613)", input_schema=JSON_SCHEMA_2020_12)
+    async def json_schema_2020_12_tool(
+        name: str | None = None, address: dict[str, Any] | None = None
+    ) -> str:
+        arguments = {k: v for k, v in (("name", name), ("address", address)) if v is not None}
+        return f"JSON Schema 2020-12 tool called with: {_js(arguments)}"
+
+
+async def _elicit_summary(ctx: trio_mcp.RequestContext, message: str,
+                          schema: dict[str, Any]) -> str:
+    try:
+        result = await ctx.elicit(message, schema)
+    except trio_mcp.TrioMcpError as exc:
+        return f"Elicitation not supported or error: {exc}"
+    return f"Elicitation completed: action={result.action}, content={_js(result.content or {})}"
+
+
+def add_more_tools(app: trio_mcp.App, state: dict[str, str]) -> None:
+    """Tools exercising what the conformance scenarios do not."""
+
+    @app.tool(description="Returns a link to a resource",
+              icons=[trio_mcp.Icon(src=f"data:image/png;base64,{PNG}", mime_type="image/png")])
+    async def test_resource_link() -> list[Any]:
+        return [ResourceLink(uri="test://static-text", name="static-text",
+                             mime_type="text/plain", description="The static text resource")]
+
+    @app.tool(description="Lists the client's roots (roots/list)")
+    async def test_list_roots(ctx: trio_mcp.RequestContext) -> dict[str, Any]:
+        roots = await ctx.list_roots()
+        return {"roots": [{"uri": r.uri, "name": r.name} for r in roots]}
+
+    @app.tool(description="URL-mode elicitation, then notifications/elicitation/complete")
+    async def test_url_elicitation(
+        ctx: trio_mcp.RequestContext, url: str = "https://example.com/consent"
+    ) -> str:
+        try:
+            elicitation_id, result = await ctx.elicit_url("Please open this page", url)
+        except trio_mcp.TrioMcpError as exc:
+            return f"URL elicitation not supported or error: {exc}"
+        if result.action == "accept":
+            await ctx.complete_elicitation(elicitation_id)
+        return f"URL elicitation: action={result.action}, id={elicitation_id}"
+
+    async def dynamic_tool() -> str:
+        return "I come and go"
+
+    @app.tool(description="Adds test_dynamic_tool, or removes it if present (list_changed)")
+    async def test_toggle_dynamic_tool() -> str:
+        if "test_dynamic_tool" in app.tools:
+            app.remove_tool("test_dynamic_tool")
+            return "removed test_dynamic_tool"
+        app.tool(name="test_dynamic_tool", description="A tool added at run time")(dynamic_tool)
+        return "added test_dynamic_tool"
+
+    @app.tool(description="Changes test://watched-resource and notifies its subscribers")
+    async def test_update_watched_resource(text: str = "Updated content") -> str:
+        state["watched"] = text
+        count = app.notify_resource_updated("test://watched-resource")
+        return f"notified {count} subscriber(s)"
+
+    @app.tool(description="Logs one message at each RFC 5424 level")
+    async def test_log_levels(ctx: trio_mcp.RequestContext) -> str:
+        for level in trio_mcp.LOGGING_LEVELS:
+            await ctx.log(level, {"level": level}, logger=LOGGER)
+        return "logged"
+
+
+def add_resources(app: trio_mcp.App, state: dict[str, str]) -> None:
+    """The conformance resources and template, and the template's completion."""
+
+    @app.resource("test://static-text", name="static-text", title="Static Text Resource",
+                  description="A static text resource for testing", mime_type="text/plain",
+                  annotations=trio_mcp.Annotations(audience=["user"], priority=0.5))
+    async def static_text() -> str:
+        return "This is the content of the static text resource."
+
+    @app.resource("test://static-binary", name="static-binary", title="Static Binary Resource",
+                  description="A static binary resource (image) for testing",
+                  mime_type="image/png")
+    async def static_binary() -> trio_mcp.BlobResourceContents:
+        return trio_mcp.BlobResourceContents(uri="test://static-binary", blob=PNG,
+                                             mime_type="image/png")
+
+    @app.resource("test://watched-resource", name="watched-resource", title="Watched Resource",
+                  description="A resource test_update_watched_resource changes",
+                  mime_type="text/plain")
+    async def watched() -> str:
+        return state["watched"]
+
+    @app.resource_template("test://template/{id}/data", name="template",
+                           title="Resource Template",
+                           description="A resource template with parameter substitution",
+                           mime_type="application/json")
+    async def template(id: str) -> str:
+        return _js({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+    @app.completion(resource_template="test://template/{id}/data", argument="id")
+    async def complete_id(value: str, context: dict[str, str]) -> list[str]:
+        return [i for i in ("1", "2", "3", "123", "456") if i.startswith(value)]
+
+
+def add_prompts(app: trio_mcp.App) -> None:
+    """The conformance prompts and the completion of their arguments."""
+
+    @app.prompt(title="Simple Test Prompt", description="A simple prompt without arguments")
+    async def test_simple_prompt() -> str:
+        return "This is a simple prompt for testing."
+
+    @app.prompt(title="Prompt With Arguments", description="A prompt with required arguments",
+                arguments={"arg1": "First test argument", "arg2": "Second test argument"})
+    async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+        return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+    @app.prompt(title="Prompt With Embedded Resource",
+                description="A prompt that includes an embedded resource",
+                arguments={"resourceUri": "URI of the resource to embed"})
+    async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+        resource = {"uri": resourceUri, "mimeType": "text/plain",
+                    "text": "Embedded resource content for testing."}
+        return [EmbeddedResource(resource), "Please process the embedded resource above."]
+
+    @app.prompt(title="Prompt With Image", description="A prompt that includes image content")
+    async def test_prompt_with_image() -> list[Any]:
+        return [
+            PromptMessage("user", ImageContent(data=PNG, mime_type="image/png")),
+            PromptMessage("user", TextContent("Please analyze the image above.")),
+        ]
+
+    @app.completion(prompt="test_prompt_with_arguments", argument="arg1")
+    async def complete_arg1(value: str, context: dict[str, str]) -> list[str]:
+        return [c for c in ARG1_CHOICES if c.startswith(value)]
+
+    @app.completion(prompt="test_prompt_with_arguments", argument="arg2")
+    async def complete_arg2(value: str, context: dict[str, str]) -> Completion:
+        base = context.get("arg1", "any")
+        values = [f"{base}-{i}" for i in range(150) if f"{base}-{i}".startswith(value)]
+        return Completion(values=values)
+
+
+def build_app() -> trio_mcp.App:
+    """A fresh App with every feature (each App has its own state and tasks)."""
+    app = trio_mcp.App("trio-mcp-everything", "0.1.0",
+                       instructions="Every MCP 2025-11-25 feature, and the conformance fixture.")
+    state = {"watched": "Watched resource content"}
+    add_conformance_tools(app)
+    add_more_tools(app, state)
+    add_resources(app, state)
+    add_prompts(app)
+
+    @app.on_roots_changed
+    def roots_changed(peer: trio_mcp.Peer, _: None) -> None:
+        peer.send_log_message_soon("info", "roots changed", logger=LOGGER)
+
+    return app
+
+
+async def serve_websocket(app: trio_mcp.App, host: str, port: int) -> None:
+    """Serve ``app`` over WebSocket on ``host:port`` until cancelled."""
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(trio_mcp.serve_websocket, app, host, port))
+        print(f"serving on {address.url}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and serve over the transport it names (stdio by default)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
+    app = build_app()
+    if args.ws:
+        host, _, port = args.ws.rpartition(":")
+        trio.run(serve_websocket, app, host or "127.0.0.1", int(port))
+    else:
+        trio.run(trio_mcp.serve_stdio, app)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""List changes: ``notifications/{tools,resources,prompts}/list_changed``.
+
+The App sends them (through :func:`broadcast`) to each open, initialized
+server connection when a tool, resource, template or prompt is registered or
+removed; a client hands them to the App's
+:meth:`~trio_mcp.App.on_list_changed` callback with the kind of list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .._messages import Notification
+from ._base import AppView, PeerCore, Role
+from ._callbacks import run_callback
+
+#: The lists that announce their changes, by notification method.
+LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+
+def ready(peer: PeerCore) -> bool:
+    """Whether ``peer`` is open and past the handshake (may get notifications)."""
+    gate = peer.session.gate
+    return peer.is_open and (gate is None or gate.is_set())
+
+
+def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:
+    """Queue a notification to each of ``app``'s ready connections playing ``role``.
+
+    Returns:
+        How many connections it was queued for.
+    """
+    count = 0
+    peer: PeerCore
+    for peer in list(app.connections):
+        if peer.role is role and ready(peer):
+            peer.notify_soon(method, params)
+            count += 1
+    return count
+
+
+class ListChanges(PeerCore):
+    """Receive the other side's list changes (client role)."""
+
+    def install(self) -> None:
+        for method in LIST_CHANGED:
+            self.session.notification_handlers[method] = self._on_list_changed
+
+    def _on_list_changed(self, note: Notification) -> None:
+        if self.role is Role.CLIENT:
+            run_callback(self, self.app.callbacks.list_changed, LIST_CHANGED[note.method])

@@ -88,3 +88,10 @@ from .transports._websocket import serve_websocket as serve_websocket
 from .transports._websocket import wrap_websocket as wrap_websocket
 
 __version__ = "0.1.0"
+from .transports._http_client import open_http_client as open_http_client
+from .transports._http_policy import HttpPolicy as HttpPolicy
+from .transports._http_server import HttpAddress as HttpAddress
+from .transports._http_server import StreamableHttpApp as StreamableHttpApp
+from .transports._http_server import serve_http as serve_http
+from .transports._http_store import EventStore as EventStore
+from .transports._http_store import MemoryEventStore as MemoryEventStore

@@ -14,6 +14,7 @@ block sends ``DELETE`` for the session.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -36,7 +37,6 @@ from ..peer._jsonrpc import (
     Request,
     RequestId,
     Response,
-    Undecodable,
     decode_message,
     encode_message,
 )
@@ -90,10 +90,8 @@ class _HttpClientTransport:
         if isinstance(item, Response) and self._init is not None and item.id == self._init.id:
             version = item.result.get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
-        try:
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.ends.to_peer.send(item)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
 
     async def _fail(self, request_id: RequestId, message: str, data: Any = None) -> None:
         """Fail one request of the peer with a local -32603 error."""
@@ -342,7 +340,7 @@ async def open_http_client(
     headers: Mapping[str, str] | None = None,
     client_info: Implementation | None = None,
     http_client: httpx.AsyncClient | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    connect_timeout: float = DEFAULT_TIMEOUT,
 ) -> AsyncIterator[Peer]:
     """Connect to a Streamable HTTP MCP endpoint and yield the client :class:`Peer`.
 
@@ -357,7 +355,8 @@ async def open_http_client(
         client_info: ``clientInfo`` to send instead of the App's.
         http_client: An httpx client to use (not closed here); by default
             one is made that ignores proxy settings from the environment.
-        timeout: Seconds to connect and to send; answers may take any time.
+        connect_timeout: Seconds to connect and to send a request; answers
+            may take any time.
 
     Raises:
         ValueError: A token that cannot be a header.
@@ -374,7 +373,7 @@ async def open_http_client(
     bus, ends = open_bus(info={"transport": "http", "url": url})
     own = http_client is None
     client = http_client if http_client is not None else httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout, read=None),
+        timeout=httpx.Timeout(connect_timeout, read=None),
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         trust_env=False,
     )

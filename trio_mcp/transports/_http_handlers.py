@@ -68,16 +68,17 @@ def find_session(http: StreamableHttpApp, scope: Scope, identity: str | None) ->
     return session
 
 
-async def refuse_session(
-    http: StreamableHttpApp, send: Send, status: int) -> None:
+async def refuse_session(send: Send, status: int, request_id: str | int | None = None) -> None:
+    """Answer 400 (no or malformed session id) or 404 (unknown or ended session)."""
     if status == 400:
-        await fail(send, 400, "Bad Request: a valid Mcp-Session-Id header is required")
+        await fail(send, 400, "Bad Request: a valid Mcp-Session-Id header is required",
+                   request_id=request_id)
     else:
-        await fail(send, 404, "Not Found: unknown or ended session")
+        await fail(send, 404, "Not Found: unknown or ended session", request_id=request_id)
 
 
-async def read_body(
-    http: StreamableHttpApp, receive: Receive, send: Send) -> bytes | None:
+async def read_body(http: StreamableHttpApp, receive: Receive, send: Send) -> bytes | None:
+    """The whole POST body, or None when the client left or it is too large (413 sent)."""
     body = bytearray()
     while True:
         message = await receive()
@@ -131,7 +132,7 @@ async def post(
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):
-        await refuse_session(http, send, found)
+        await refuse_session(send, found, item.id if isinstance(item, Request) else None)
         return
     session = found
     session.busy += 1
@@ -241,7 +242,7 @@ async def get(
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):
-        await refuse_session(http, send, found)
+        await refuse_session(send, found)
         return
     session = found
     last = header(scope, "last-event-id")
@@ -279,7 +280,7 @@ async def delete(
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):
-        await refuse_session(http, send, found)
+        await refuse_session(send, found)
         return
     audit.info("http session %s deleted", found.session_id)
     await http.end_session(found)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -189,10 +189,11 @@ class _HttpRaw(RawConnection):
     async def _read(self, response: Any) -> None:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             parser = SSEParser()
-            async for chunk in response.aiter_bytes():
-                for event in parser.feed(chunk):
-                    if event.data:
-                        await self.inbox_send.send(json.loads(event.data))
+            async with aclosing(response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        if event.data:
+                            await self.inbox_send.send(json.loads(event.data))
         else:
             body = await response.aread()
             if body:

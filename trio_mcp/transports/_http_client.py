@@ -229,14 +229,16 @@ class _HttpClientTransport:
         """Deliver a stream's messages until it ends; True once ``request_id`` is answered."""
         answered = False
         try:
-            async for chunk in response.aiter_bytes():
-                for event in parser.feed(chunk):
-                    if not event.data or event.event != "message":
-                        continue  # a priming event, or not ours
-                    item = decode_message(event.data)
-                    await self._deliver(item)
-                    if isinstance(item, Response | ErrorResponse) and item.id == request_id:
-                        answered = True
+            chunks = response.aiter_bytes()
+            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        if not event.data or event.event != "message":
+                            continue  # a priming event, or not ours
+                        item = decode_message(event.data)
+                        await self._deliver(item)
+                        if isinstance(item, Response | ErrorResponse) and item.id == request_id:
+                            answered = True
         except httpx.HTTPError as exc:
             log.debug("SSE stream from %s dropped: %s", self.url, exc)
         return answered

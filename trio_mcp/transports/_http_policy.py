@@ -111,7 +111,7 @@ class HttpPolicy:
     """The checks every request to the MCP endpoint passes, in this order.
 
     1. ``Host`` (DNS rebinding): its name must be in ``allowed_hosts``
-       (loopback names by default; ``"*"`` allows any) -> else 403.
+       besides the loopback names (``"*"`` allows any) -> else 403.
     2. ``Origin``, when present: loopback or in ``allowed_origins``
        (:func:`trio_mcp.origin_allowed`) -> else 403.
     3. With ``tokens`` or ``authenticate``: ``Authorization: Bearer <token>``
@@ -123,7 +123,7 @@ class HttpPolicy:
         authenticate: Called with a token not in ``tokens``; returns the
             identity or None to refuse (500 if it raises).
         allowed_origins: Origins allowed besides loopback ones.
-        allowed_hosts: ``Host`` names (no port) allowed; loopback by default.
+        allowed_hosts: ``Host`` names (no port) allowed besides loopback ones.
         resource_metadata: An RFC 9728 protected-resource metadata document
             (``{"resource": ..., "authorization_servers": [...]}``), served
             at ``/.well-known/oauth-protected-resource<path>`` and named in
@@ -144,7 +144,7 @@ class HttpPolicy:
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """The (status, reason) to refuse a request with for its Host or Origin, or None."""
         hosts = header_values(scope, "host")
-        allowed = {h.lower() for h in self.allowed_hosts or LOOPBACK_HOST_NAMES}
+        allowed = LOOPBACK_HOST_NAMES | {h.lower() for h in self.allowed_hosts or ()}
         if "*" not in allowed and (len(hosts) != 1 or _host_name(hosts[0]) not in allowed):
             return 403, f"the Host {hosts[0][:100] if hosts else None!r} is not allowed"
         origins = header_values(scope, "origin")

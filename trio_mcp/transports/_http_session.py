@@ -6,9 +6,10 @@ the peer sends to the right stream:
 * a response goes to the stream of the POST that carried its request, and
   ends that stream;
 * a request or notification sent while handling a client request (its
-  ``related_request_id``) goes to that request's stream while the stream
-  has not ended; anything else goes to the session's standalone stream,
-  which a ``GET`` reads.
+  ``related_request_id``), and a progress notification carrying the
+  progress token of a request, go to that request's stream while the
+  stream has not ended; anything else goes to the session's standalone
+  stream, which a ``GET`` reads.
 
 Every event is kept in the session's :class:`EventStore` before any
 connection writes it, so a dropped connection loses nothing: the client
@@ -126,6 +127,7 @@ class HttpSession:
     ends: BusEnds = attrs.field(init=False)
     streams: dict[str, SseStream] = attrs.field(factory=dict, init=False)
     by_request: dict[RequestId, SseStream] = attrs.field(factory=dict, init=False)
+    by_progress_token: dict[str | int, SseStream] = attrs.field(factory=dict, init=False)
     closed: bool = attrs.field(default=False, init=False)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
@@ -210,6 +212,9 @@ class HttpSession:
         for request_id, stream in list(self.by_request.items()):
             if stream.ended and stream.stream_id not in self.streams:
                 del self.by_request[request_id]
+        for token, stream in list(self.by_progress_token.items()):
+            if stream.ended:
+                del self.by_progress_token[token]
 
     def request_in_flight(self, request_id: RequestId) -> bool:
         """True when a stream already waits for the answer to ``request_id``."""
@@ -232,6 +237,12 @@ class HttpSession:
                     # A cancelled request is never answered: end its stream
                     # once the events already routed to it are written.
                     stream.end()
+        elif isinstance(msg, Request):
+            meta = (msg.params or {}).get("_meta")
+            token = meta.get("progressToken") if isinstance(meta, dict) else None
+            stream = self.by_request.get(msg.id)
+            if isinstance(token, str | int) and stream is not None:
+                self.by_progress_token[token] = stream
         await self.ends.to_peer.send(msg)
 
     # --- to the client -------------------------------------------------------------------
@@ -246,10 +257,16 @@ class HttpSession:
             stream = self.by_request.get(msg.id) if msg.id is not None else None
             return stream if stream is not None and not stream.ended else self.standalone
         related = getattr(msg, "related_request_id", None)
+        stream = None
         if isinstance(related, str | int) and not isinstance(related, bool):
             stream = self.by_request.get(related)
-            if stream is not None and not stream.ended and not stream.json:
-                return stream
+        elif isinstance(msg, Notification) and msg.method == "notifications/progress":
+            # Progress names its request by the token the request carried.
+            token = (msg.params or {}).get("progressToken")
+            if isinstance(token, str | int):
+                stream = self.by_progress_token.get(token)
+        if stream is not None and not stream.ended and not stream.json:
+            return stream
         return self.standalone
 
     async def _deliver(self, msg: Message) -> None:

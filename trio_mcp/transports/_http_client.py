@@ -228,19 +228,27 @@ class _HttpClientTransport:
                        request_id: RequestId | None) -> bool:
         """Deliver a stream's messages until it ends; True once ``request_id`` is answered."""
         answered = False
-        try:
-            chunks = response.aiter_bytes()
-            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                async for chunk in chunks:
-                    for event in parser.feed(chunk):
-                        if not event.data or event.event != "message":
-                            continue  # a priming event, or not ours
-                        item = decode_message(event.data)
-                        await self._deliver(item)
-                        if isinstance(item, Response | ErrorResponse) and item.id == request_id:
-                            answered = True
-        except httpx.HTTPError as exc:
-            log.debug("SSE stream from %s dropped: %s", self.url, exc)
+        # Stop reading once the answer is in (the server should end the
+        # stream then; a resumed GET stream may stay open). Cancelling, not
+        # breaking, unwinds httpx's nested generators cleanly.
+        with trio.CancelScope() as stop:
+            try:
+                chunks = response.aiter_bytes()
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        for event in parser.feed(chunk):
+                            if not event.data or event.event != "message":
+                                continue  # a priming event, or not ours
+                            item = decode_message(event.data)
+                            await self._deliver(item)
+                            if isinstance(item, Response | ErrorResponse) and (
+                                request_id is not None and item.id == request_id
+                            ):
+                                answered = True
+                        if answered:
+                            stop.cancel()
+            except httpx.HTTPError as exc:
+                log.debug("SSE stream from %s dropped: %s", self.url, exc)
         return answered
 
     async def _read_stream(self, response: httpx.Response, request_id: RequestId) -> None:

@@ -365,6 +365,31 @@ async def test_http_client_follows_server_closed_streams_with_retry() -> None:
     assert [u.progress for u in updates] == [1, 2, 3, 4, 5]
 
 
+async def test_http_server_closes_a_stream_mid_call_and_the_client_resumes() -> None:
+    app = example_app()
+    box: list[trio_mcp.StreamableHttpApp] = []
+
+    @app.tool()
+    async def reconnect(ctx: trio_mcp.RequestContext) -> str:
+        closed = box[0].close_sse_stream(ctx.peer.bus.info["session_id"], ctx.request_id)
+        await trio.sleep(0.1)
+        return f"closed={closed}"
+
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    async with serving(app, retry_ms=20) as (url, http_app):
+        box.append(http_app)
+        async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(10, read=None),
+                                     event_hooks={"request": [record]}) as hc:
+            async with trio_mcp.open_http_client(url, http_client=hc) as client:
+                assert (await client.call_tool("reconnect")).text == "closed=True"
+    resumes = [r for r in sent if r.method == "GET" and "last-event-id" in r.headers]
+    assert len(resumes) == 1
+
+
 async def test_http_cancel_notification_ends_the_stream_without_answer() -> None:
     async with raw_session() as (raw, _):
         async with trio.open_nursery() as nursery:

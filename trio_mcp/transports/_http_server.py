@@ -136,7 +136,26 @@ class StreamableHttpApp:
                     log.info("HTTP session %s expired", session.session_id)
                     await self.end_session(session)
 
+    def close_sse_stream(self, session_id: str, request_id: str | int) -> bool:
+        """Close the connection of a request's SSE stream, to make the client poll.
+
+        The stream goes on: the server sends ``retry`` and closes the HTTP
+        response; the client reconnects with ``Last-Event-ID`` after
+        ``retry_ms`` and gets every event after it, the response included.
+        A tool reaches its ids as ``ctx.peer.bus.info["session_id"]`` and
+        ``ctx.request_id``.
+
+        Returns:
+            False when the session or the request's SSE stream is not open.
+        """
+        session = self.sessions.get(session_id)
+        return session is not None and session.close_connection(request_id)
+
     async def end_session(self, session: HttpSession) -> None:
+        """End ``session`` now (as ``DELETE`` does): later requests for it get 404.
+
+        Cancellation: the session still ends; the wait for it may be cut short.
+        """
         if session.session_id is not None:
             self.sessions.pop(session.session_id, None)
         await session.close()

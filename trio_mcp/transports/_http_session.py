@@ -74,6 +74,7 @@ class SseStream:
         ended: No more events will be added.
         cursor: For the standalone stream: the last event id a connection wrote.
         attached: A connection is writing this stream now.
+        poll: Close the connection (not the stream) once caught up.
     """
 
     stream_id: str
@@ -83,6 +84,7 @@ class SseStream:
     ended: bool = False
     cursor: str | None = None
     attached: trio.CancelScope | None = None
+    poll: bool = False
     changed: trio.Event = attrs.field(factory=trio.Event)
 
     def wake(self) -> None:
@@ -216,6 +218,21 @@ class HttpSession:
             if stream.ended:
                 del self.by_progress_token[token]
 
+    def close_connection(self, request_id: RequestId) -> bool:
+        """Close the connection carrying ``request_id``'s stream, not the stream itself.
+
+        The writer sends ``retry`` and closes; the client resumes with
+        ``Last-Event-ID`` and gets everything after it. Returns False when
+        the request has no open SSE stream.
+        """
+        stream = self.by_request.get(request_id)
+        if stream is None or stream.ended or stream.json:
+            return False
+        stream.poll = True  # the open connection, or the next one
+
+        stream.wake()
+        return True
+
     def request_in_flight(self, request_id: RequestId) -> bool:
         """True when a stream already waits for the answer to ``request_id``."""
         stream = self.by_request.get(request_id)
@@ -339,6 +356,10 @@ class HttpSession:
                 if stream is self.standalone:
                     stream.cursor = cursor
             if stream.ended and not changed.is_set():
+                return
+            if stream.poll and not changed.is_set():
+                stream.poll = False
+                await send(encode_retry(self.retry_ms))
                 return
             if changed.is_set():
                 continue

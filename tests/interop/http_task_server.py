@@ -7,6 +7,7 @@ the endpoint is ``http://127.0.0.1:PORT/mcp``. Runs until interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from functools import partial
@@ -30,10 +31,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     serve = partial(trio_mcp.serve_http, example_app(), "127.0.0.1", args.port,
                     stateless=args.stateless, json_response=args.json)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         trio.run(serve)
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

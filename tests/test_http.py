@@ -440,6 +440,13 @@ async def test_http_client_starts_a_new_session_after_404() -> None:
             assert (await client.call_tool("echo", {"text": "again"})).text == "again"
             (second,) = http_app.sessions.values()
             assert second.session_id != first.session_id
+            # Several requests meeting the 404 at once start one new session.
+            await http_app.end_session(second)
+            async with trio.open_nursery() as nursery:
+                for i in range(4):
+                    nursery.start_soon(client.call_tool, "echo", {"text": str(i)})
+            (third,) = http_app.sessions.values()
+            assert third.session_id not in (first.session_id, second.session_id)
 
 
 async def test_http_client_refused_initialize_raises_http_status_error() -> None:

@@ -75,6 +75,7 @@ class _HttpClientTransport:
     _listening: trio.CancelScope | None = None
     _closing: bool = False
     _reinits: int = 0
+    _reinit_lock: trio.Lock = attrs.field(factory=trio.Lock)
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class _HttpClientTransport:
 
     async def _send(self, msg: Message, *, retried: bool = False) -> None:
         request_id = msg.id if isinstance(msg, Request) else None
+        session_id = self.session_id
         try:
             response = await self._open("POST", body=encode_message(msg))
         except httpx.HTTPError as exc:
@@ -144,18 +146,24 @@ class _HttpClientTransport:
                 await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
             return
         try:
-            await self._handle(msg, response, retried)
+            await self._handle(msg, response, retried, session_id)
         finally:
             await response.aclose()
 
-    async def _handle(self, msg: Message, response: httpx.Response, retried: bool) -> None:
+    async def _handle(
+        self, msg: Message, response: httpx.Response, retried: bool, session_id: str | None
+    ) -> None:
         status = response.status_code
         request_id = msg.id if isinstance(msg, Request) else None
-        if status == 404 and self.session_id is not None and msg is not self._init and not retried:
+        if status == 404 and session_id is not None and msg is not self._init and not retried:
             await response.aclose()
-            if await self._reinitialize():
+            if await self._reinitialize(session_id):
                 await self._send(msg, retried=True)
-                return
+            elif request_id is not None:
+                await self._fail(request_id, "Streamable HTTP: the session ended (HTTP 404) "
+                                             "and a new one could not be started",
+                                 {"httpStatus": 404})
+            return
         if status >= 400 or (request_id is None and status not in (200, 202)):
             await self._refused(msg, response)
             return
@@ -194,8 +202,18 @@ class _HttpClientTransport:
         else:
             await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
 
-    async def _reinitialize(self) -> bool:
-        """Start a new session after a 404, as the first ``initialize`` did."""
+    async def _reinitialize(self, lost: str) -> bool:
+        """Start a new session after a 404 for session ``lost``, as the first ``initialize`` did.
+
+        Several requests may meet the 404 at once: the first starts the new
+        session, the others find it started and just send again.
+        """
+        async with self._reinit_lock:
+            if self.session_id != lost:
+                return self.session_id is not None
+            return await self._start_new_session()
+
+    async def _start_new_session(self) -> bool:
         if self._init is None or self._closing:
             return False
         self._reinits += 1

@@ -344,6 +344,8 @@ class HttpSession:
             else:
                 found = await self.store.replay_events_after(cursor)
                 if found is None:
+                    if self.closed:
+                        return  # the session ended and its events with it
                     log.warning("session %s: events of stream %s are gone", self.session_id,
                                 stream.stream_id)
                     return

@@ -149,6 +149,8 @@ class _HttpClientTransport:
             await self._handle(msg, response, retried, session_id)
         finally:
             await response.aclose()
+            if request_id is not None and not retried:
+                self._cancelled.discard(request_id)
 
     async def _handle(
         self, msg: Message, response: httpx.Response, retried: bool, session_id: str | None

@@ -2,6 +2,10 @@
 
 Each function serves one HTTP request for a :class:`StreamableHttpApp`, after
 its Host, Origin and token checks passed. See :mod:`._http_server`.
+
+Cancellation (of any of them, e.g. when the server stops): the HTTP response
+is abandoned; the session, its peer and the work in progress go on (only the
+session's end stops them), and every event stays stored for a resume.
 """
 
 from __future__ import annotations
@@ -96,14 +100,15 @@ async def post(
     http: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, identity: str | None,
     version: str | None,
 ) -> None:
+    """Take one JSON-RPC message: 202 for a notification or response, an answer for a request."""
     if not (wants(scope, "application/json") and wants(scope, "text/event-stream")):
         await fail(send, 406, "Not Acceptable: Accept must list both application/json "
-                               "and text/event-stream")
+                   "and text/event-stream")
         return
     content_type = (header(scope, "content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         await fail(send, 415, "Unsupported Media Type: Content-Type must be "
-                               "application/json")
+                   "application/json")
         return
     body = await read_body(http, receive, send)
     if body is None:
@@ -143,7 +148,7 @@ async def post(
             await respond(send, 202)
         elif session.request_in_flight(item.id):
             await fail(send, 409, "Conflict: a request with this id is in progress",
-                        request_id=item.id)
+                       request_id=item.id)
         else:
             await answer(http, session, item, receive, send)
     finally:
@@ -238,7 +243,7 @@ async def get(
         return
     if http.stateless:
         await fail(send, 405, "Method not allowed: this server is stateless",
-                    headers=[(b"allow", b"POST")])
+                   headers=[(b"allow", b"POST")])
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):
@@ -253,7 +258,7 @@ async def get(
         known = replay is not None and replay[0] in session.streams
         if replay is None or not known:
             await fail(send, 400, "Bad Request: unknown Last-Event-ID (the events "
-                                   "after it are gone)")
+                       "after it are gone)")
             return
         stream, after = session.streams[replay[0]], last
     if stream is session.standalone and stream.attached is not None:
@@ -266,17 +271,17 @@ async def get(
         extra = [(b"mcp-session-id", session.session_id.encode("ascii"))] if (
             session.session_id) else []
         await write_sse(http, session, stream, receive, send, encode_retry(http.retry_ms),
-                           after, extra)
+                        after, extra)
     finally:
         session.busy -= 1
         session.last_active = trio.current_time()
 
 
-async def delete(
-    http: StreamableHttpApp, scope: Scope, send: Send, identity: str | None) -> None:
+async def delete(http: StreamableHttpApp, scope: Scope, send: Send, identity: str | None) -> None:
+    """End the request's session (200); later requests for it get 404."""
     if http.stateless:
         await fail(send, 405, "Method not allowed: this server is stateless",
-                    headers=[(b"allow", b"POST")])
+                   headers=[(b"allow", b"POST")])
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):

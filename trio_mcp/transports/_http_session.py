@@ -20,6 +20,7 @@ cancelled request's stream, which will never get a response).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -134,6 +135,7 @@ class HttpSession:
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.bus, self.ends = open_bus(context=self.identity, info=self.info)
@@ -155,6 +157,7 @@ class HttpSession:
         try:
             with self._scope:
                 async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
                     nursery.start_soon(self._route)
                     # Where the first GET starts: everything the peer sends
                     # before it is kept for it.
@@ -264,6 +267,10 @@ class HttpSession:
 
     # --- to the client -------------------------------------------------------------------
 
+    async def _send_to_peer(self, msg: Message) -> None:
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.ends.to_peer.send(msg)
+
     async def _route(self) -> None:
         async with self.ends.from_peer:
             async for msg in self.ends.from_peer:
@@ -288,9 +295,11 @@ class HttpSession:
 
     async def _deliver(self, msg: Message) -> None:
         if self.stateless and isinstance(msg, Request):
-            await self.ends.to_peer.send(
-                ErrorResponse(msg.id, ErrorData(INVALID_REQUEST, _NO_SERVER_REQUESTS))
-            )
+            # Answered from another task: the peer may be waiting on this
+            # router to take its next message.
+            assert self._nursery is not None
+            self._nursery.start_soon(self._send_to_peer, ErrorResponse(
+                msg.id, ErrorData(INVALID_REQUEST, _NO_SERVER_REQUESTS)))
             return
         data = encode_for_wire(msg)
         if data is None:

@@ -463,6 +463,15 @@ async def test_http_client_refused_initialize_raises_http_status_error() -> None
         assert info.value.response.status_code == 403
 
 
+async def test_http_client_unreachable_server_raises_transport_error() -> None:
+    with trio.socket.socket() as sock:  # a port nothing listens on
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(httpx.TransportError):
+        async with trio_mcp.open_http_client(f"http://127.0.0.1:{port}/mcp"):
+            pass  # pragma: no cover
+
+
 async def test_http_server_to_client_sampling_and_elicitation() -> None:
     app = client_app(sampling_text="short", elicit_content={"approve": True})
     async with serving() as (url, _), trio_mcp.open_http_client(url, app) as client:

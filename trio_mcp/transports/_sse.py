@@ -11,11 +11,13 @@ Nothing here does I/O; the HTTP transports feed bytes in and write bytes out.
 
 from __future__ import annotations
 
+import re
 from typing import Final, final
 
 import attrs
 
 _FIELD_SEP: Final = ":"
+_EOL: Final = re.compile(rb"\r\n|\r|\n")
 
 
 def encode_event(
@@ -108,34 +110,27 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume ``chunk``; return the events it completed, in order."""
-        events: list[ServerSentEvent] = []
         data = bytes(chunk)
         if self._pending_cr:
             # A CR ended the previous chunk: an LF right after it belongs to it.
             self._pending_cr = False
             if data.startswith(b"\n"):
                 data = data[1:]
-        self._buffer += data
-        start = 0
         buf = self._buffer
-        n = len(buf)
-        i = 0
-        while i < n:
-            c = buf[i]
-            if c == 0x0A or c == 0x0D:
-                line = bytes(buf[start:i])
-                if c == 0x0D:
-                    if i + 1 < n:
-                        if buf[i + 1] == 0x0A:
-                            i += 1
-                    else:
-                        self._pending_cr = True
-                start = i + 1
-                event = self._line(line)
-                if event is not None:
-                    events.append(event)
-            i += 1
-        del self._buffer[:start]
+        # Only the new bytes can hold a line end: what was kept holds none.
+        scan_from = len(buf)
+        buf += data
+        events: list[ServerSentEvent] = []
+        start = 0
+        for match in _EOL.finditer(buf, scan_from):
+            line = bytes(buf[start:match.start()])
+            start = match.end()
+            if start == len(buf) and match.group() == b"\r":
+                self._pending_cr = True
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        del buf[:start]
         return events
 
     def _line(self, raw: bytes) -> ServerSentEvent | None:

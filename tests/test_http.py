@@ -391,7 +391,8 @@ async def test_http_server_closes_a_stream_mid_call_and_the_client_resumes() -> 
 
 
 async def test_http_cancel_notification_ends_the_stream_without_answer() -> None:
-    async with raw_session() as (raw, _):
+    async with raw_session() as (raw, http_app):
+        session = http_app.sessions[raw.session_id or ""]
         async with trio.open_nursery() as nursery:
             answers: list[bytes] = []
 
@@ -400,11 +401,13 @@ async def test_http_cancel_notification_ends_the_stream_without_answer() -> None
                 answers.append(response.content)
 
             nursery.start_soon(long_call)
-            await trio.sleep(0.2)
+            while not session.request_in_flight(10):
+                await trio.sleep(0.01)
             response = await raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                        "params": {"requestId": 10}})
             assert response.status_code == 202
         assert [m for m in messages_of(answers[0]) if m.get("id") == 10] == []
+        assert await raw.post({"jsonrpc": "2.0", "id": 11, "method": "ping"})
 
 
 # --- the client ----------------------------------------------------------------------------------

@@ -504,6 +504,33 @@ async def test_http_task_survives_the_session_and_is_collected_by_the_same_ident
             assert (await again.get_task(task_id)).status is trio_mcp.TaskStatus.COMPLETED
 
 
+async def test_http_app_mounts_in_another_asgi_app_started_by_lifespan() -> None:
+    """StreamableHttpApp on its own: hypercorn serves a router around it; lifespan starts it."""
+    import hypercorn.config
+    import hypercorn.trio
+
+    http_app = trio_mcp.StreamableHttpApp(example_app(), path="/tools/mcp")
+
+    async def router(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan" or scope.get("path", "").startswith("/tools/"):
+            await http_app(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"hello"})
+
+    config = hypercorn.config.Config()
+    config.bind = ["127.0.0.1:0"]
+    config.errorlog = None
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(hypercorn.trio.serve, router, config)
+        base = binds[0]
+        async with http_client() as client:
+            assert (await client.get(base + "/")).text == "hello"
+        async with trio_mcp.open_http_client(base + "/tools/mcp") as peer:
+            assert (await peer.call_tool("echo", {"text": "mounted"})).text == "mounted"
+        nursery.cancel_scope.cancel()
+
+
 # --- stateless ---------------------------------------------------------------------------------
 
 

@@ -401,7 +401,7 @@ async def test_http_cancel_notification_ends_the_stream_without_answer() -> None
                 answers.append(response.content)
 
             nursery.start_soon(long_call)
-            while not session.request_in_flight(10):
+            while not session.request_in_flight(10):  # noqa: ASYNC110 - server-side state
                 await trio.sleep(0.01)
             response = await raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                        "params": {"requestId": 10}})

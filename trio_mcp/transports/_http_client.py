@@ -383,8 +383,10 @@ async def open_http_client(
         token: Sent as ``Authorization: Bearer <token>`` on every request.
         headers: More headers for every request (e.g. ``Origin``).
         client_info: ``clientInfo`` to send instead of the App's.
-        http_client: An httpx client to use (not closed here); by default
-            one is made that ignores proxy settings from the environment.
+        http_client: An httpx client to use (not closed here); give it no
+            read timeout (``httpx.Timeout(30, read=None)``): SSE streams may
+            be silent for long. By default one is made that ignores proxy
+            settings from the environment.
         connect_timeout: Seconds to connect and to send a request; answers
             may take any time.
 

@@ -116,8 +116,12 @@ async def test_session_routes_related_messages_to_their_requests_stream() -> Non
         await session._deliver(trio_mcp.Response(7, {}))
         assert post.ended
         await session._deliver(RelatedNotification("notifications/message", {}, 7))
+        # A late second answer (its stream ended) never reaches the GET stream.
+        await session._deliver(trio_mcp.Response(7, {"late": True}))
+        await session._deliver(trio_mcp.Response(8, {"unknown": True}))
         standalone = await session.store.replay_events_after(session.standalone.cursor)
         assert standalone is not None and len(standalone[1]) == 3
+        assert all("result" not in json.loads(d) for _, d in standalone[1])
         await session.close()
 
 

@@ -278,8 +278,11 @@ class HttpSession:
 
     def _stream_for(self, msg: Message) -> SseStream | None:
         if isinstance(msg, Response | ErrorResponse):
+            # A response only ever goes on its request's stream (never on the
+            # GET stream); with that stream ended (the request was cancelled),
+            # it is dropped.
             stream = self.by_request.get(msg.id) if msg.id is not None else None
-            return stream if stream is not None and not stream.ended else self.standalone
+            return stream if stream is not None and not stream.ended else None
         related = getattr(msg, "related_request_id", None)
         stream = None
         if isinstance(related, str | int) and not isinstance(related, bool):
@@ -307,6 +310,7 @@ class HttpSession:
             return
         stream = self._stream_for(msg)
         if stream is None:
+            log.debug("session %s: dropped a response with no open stream", self.session_id)
             return
         is_answer = isinstance(msg, Response | ErrorResponse) and stream is not self.standalone
         if stream.json:

@@ -1,14 +1,13 @@
-"""The Streamable HTTP transport, over real sockets on 127.0.0.1 (hypercorn + httpx).
+"""The Streamable HTTP server, over real sockets on 127.0.0.1 (hypercorn + httpx).
 
 Raw tests speak HTTP with httpx and pin status codes, headers and SSE events;
-the rest use :func:`trio_mcp.open_http_client`.
+the client's own behaviours are in ``test_http_client.py``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -16,9 +15,20 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp.transports._sse import ServerSentEvent, SSEParser
+from trio_mcp.transports._sse import SSEParser
 
-from .helpers import client_app, example_app, seen_by
+from .helpers import client_app, example_app
+from .http_support import (
+    INITIALIZE,
+    TOKENS,
+    Raw,
+    call,
+    events_of,
+    http_client,
+    messages_of,
+    raw_session,
+    serving,
+)
 
 pytestmark = pytest.mark.timeout(60)
 #: Leaving an httpx response stream early (to drop a connection on purpose)
@@ -26,88 +36,6 @@ pytestmark = pytest.mark.timeout(60)
 drops_a_stream = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning"
 )
-
-TOKENS = {"token-alice": "alice", "token-bob": "bob"}
-ACCEPT_BOTH = "application/json, text/event-stream"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http-test", "version": "1.0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def call(request_id: Any, name: str, arguments: dict[str, Any], **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments, **params}}
-
-
-@asynccontextmanager
-async def serving(
-    app: trio_mcp.App | None = None, **options: Any
-) -> AsyncIterator[tuple[str, trio_mcp.StreamableHttpApp]]:
-    """Serve a StreamableHttpApp(app, **options) on loopback; yield (url, http_app)."""
-    http_app = trio_mcp.StreamableHttpApp(app or example_app(), **options)
-    async with trio.open_nursery() as nursery:
-        address = await nursery.start(trio_mcp.serve_http, http_app)
-        yield address.url, http_app
-        nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def http_client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(10, read=None)) as c:
-        yield c
-
-
-class Raw:
-    """A hand-driven HTTP client of one endpoint."""
-
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
-        self.client, self.url = client, url
-        self.session_id: str | None = None
-        self.headers: dict[str, str] = {}
-
-    def h(self, accept: str = ACCEPT_BOTH, **more: str) -> dict[str, str]:
-        out = {"Accept": accept, "Content-Type": "application/json", **self.headers}
-        if self.session_id is not None:
-            out["Mcp-Session-Id"] = self.session_id
-        out.update({k.replace("_", "-"): v for k, v in more.items()})
-        return out
-
-    async def post(self, body: Any, **headers: str) -> httpx.Response:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return await self.client.post(self.url, content=data, headers=self.h(**headers))
-
-    async def initialize(self) -> dict[str, Any]:
-        response = await self.post(INITIALIZE)
-        assert response.status_code == 200, response.text
-        self.session_id = response.headers["mcp-session-id"]
-        assert (await self.post(INITIALIZED)).status_code == 202
-        result: dict[str, Any] = response.json()["result"]
-        return result
-
-
-def events_of(body: bytes) -> list[ServerSentEvent]:
-    parser = SSEParser()
-    return parser.feed(body)
-
-
-def messages_of(body: bytes) -> list[dict[str, Any]]:
-    return [json.loads(e.data) for e in events_of(body) if e.data]
-
-
-@asynccontextmanager
-async def raw_session(**options: Any) -> AsyncIterator[tuple[Raw, trio_mcp.StreamableHttpApp]]:
-    async with serving(**options) as (url, http_app), http_client() as client:
-        raw = Raw(client, url)
-        await raw.initialize()
-        yield raw, http_app
 
 
 # --- POST answers ------------------------------------------------------------------------------
@@ -408,163 +336,3 @@ async def test_http_cancel_notification_ends_the_stream_without_answer() -> None
             assert response.status_code == 202
         assert [m for m in messages_of(answers[0]) if m.get("id") == 10] == []
         assert await raw.post({"jsonrpc": "2.0", "id": 11, "method": "ping"})
-
-
-# --- the client ----------------------------------------------------------------------------------
-
-
-async def test_http_client_sends_the_negotiated_version_and_deletes_on_close() -> None:
-    sent: list[httpx.Request] = []
-
-    async def record(request: httpx.Request) -> None:
-        sent.append(request)
-
-    async with serving() as (url, http_app):
-        async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(10, read=None),
-                                     event_hooks={"request": [record]}) as hc:
-            async with trio_mcp.open_http_client(url, http_client=hc) as client:
-                await client.ping()
-                assert len(http_app.sessions) == 1
-        assert http_app.sessions == {}
-    init, *rest = sent
-    assert "mcp-protocol-version" not in init.headers
-    assert "mcp-session-id" not in init.headers
-    assert all(r.headers["mcp-protocol-version"] == "2025-11-25" for r in rest)
-    assert sent[-1].method == "DELETE"
-    posts = [r for r in sent if r.method == "POST"]
-    assert all(r.headers["accept"] == ACCEPT_BOTH for r in posts)
-
-
-async def test_http_client_starts_a_new_session_after_404() -> None:
-    async with serving() as (url, http_app):
-        async with trio_mcp.open_http_client(url) as client:
-            (first,) = http_app.sessions.values()
-            await http_app.end_session(first)
-            assert (await client.call_tool("echo", {"text": "again"})).text == "again"
-            (second,) = http_app.sessions.values()
-            assert second.session_id != first.session_id
-            # Several requests meeting the 404 at once start one new session.
-            await http_app.end_session(second)
-            async with trio.open_nursery() as nursery:
-                for i in range(4):
-                    nursery.start_soon(client.call_tool, "echo", {"text": str(i)})
-            (third,) = http_app.sessions.values()
-            assert third.session_id not in (first.session_id, second.session_id)
-
-
-async def test_http_client_refused_initialize_raises_http_status_error() -> None:
-    policy = trio_mcp.HttpPolicy(tokens=TOKENS)
-    async with serving(policy=policy) as (url, _):
-        with pytest.raises(httpx.HTTPStatusError) as info:
-            async with trio_mcp.open_http_client(url, token="wrong"):
-                pass  # pragma: no cover
-        assert info.value.response.status_code == 401
-        with pytest.raises(httpx.HTTPStatusError) as info:
-            async with trio_mcp.open_http_client(url, token="token-alice",
-                                                 headers={"Origin": "http://evil.example"}):
-                pass  # pragma: no cover
-        assert info.value.response.status_code == 403
-
-
-async def test_http_client_unreachable_server_raises_transport_error() -> None:
-    with trio.socket.socket() as sock:  # a port nothing listens on
-        await sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with pytest.raises(httpx.TransportError):
-        async with trio_mcp.open_http_client(f"http://127.0.0.1:{port}/mcp"):
-            pass  # pragma: no cover
-
-
-async def test_http_server_to_client_sampling_and_elicitation() -> None:
-    app = client_app(sampling_text="short", elicit_content={"approve": True})
-    async with serving() as (url, _), trio_mcp.open_http_client(url, app) as client:
-        assert (await client.call_tool("summarize", {"text": "long"})).text == "short"
-        handle = await client.call_tool_task("approve", {"question": "ship?"})
-        await handle.wait()
-        assert (await handle.result()).text == "approved: ship?"
-    assert [kind for kind, _, _ in seen_by(app)] == ["sampling", "elicitation"]
-
-
-async def test_http_task_survives_the_session_and_is_collected_by_the_same_identity() -> None:
-    policy = trio_mcp.HttpPolicy(tokens=TOKENS)
-    async with serving(policy=policy) as (url, http_app):
-        async with trio_mcp.open_http_client(url, token="token-alice") as client:
-            handle = await client.call_tool_task("sleep", {"seconds": 0.3})
-            task_id = handle.task_id
-            with trio.move_on_after(0.05):
-                await client.task_result(task_id)  # the connection drops mid-wait
-        assert http_app.sessions == {}  # that session is gone, the task is not
-        async with trio_mcp.open_http_client(url, token="token-bob") as bob:
-            with pytest.raises(trio_mcp.RemoteError) as info:
-                await bob.get_task(task_id)
-            assert info.value.code == trio_mcp.INVALID_PARAMS
-        async with trio_mcp.open_http_client(url, token="token-alice") as again:
-            result = await again.task_result(task_id)
-            assert result["content"][0]["text"] == "slept 0.3 seconds"
-            assert (await again.get_task(task_id)).status is trio_mcp.TaskStatus.COMPLETED
-
-
-async def test_http_app_mounts_in_another_asgi_app_started_by_lifespan() -> None:
-    """StreamableHttpApp on its own: hypercorn serves a router around it; lifespan starts it."""
-    import hypercorn.config
-    import hypercorn.trio
-
-    http_app = trio_mcp.StreamableHttpApp(example_app(), path="/tools/mcp")
-
-    async def router(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan" or scope.get("path", "").startswith("/tools/"):
-            await http_app(scope, receive, send)
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"hello"})
-
-    config = hypercorn.config.Config()
-    config.bind = ["127.0.0.1:0"]
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(hypercorn.trio.serve, router, config)
-        base = binds[0]
-        async with http_client() as client:
-            assert (await client.get(base + "/")).text == "hello"
-        async with trio_mcp.open_http_client(base + "/tools/mcp") as peer:
-            assert (await peer.call_tool("echo", {"text": "mounted"})).text == "mounted"
-        nursery.cancel_scope.cancel()
-
-
-# --- stateless ---------------------------------------------------------------------------------
-
-
-async def test_http_stateless_mode_has_no_sessions_and_no_get() -> None:
-    async with serving(stateless=True) as (url, http_app), http_client() as client:
-        raw = Raw(client, url)
-        response = await raw.post(INITIALIZE)
-        assert response.status_code == 200 and "mcp-session-id" not in response.headers
-        response = await raw.post(call(1, "echo", {"text": "no session"}))
-        assert messages_of(response.content)[-1]["result"]["content"][0]["text"] == "no session"
-        response = await client.get(url, headers=raw.h(accept="text/event-stream"))
-        assert response.status_code == 405
-        assert http_app.sessions == {}
-
-
-async def test_http_stateless_server_to_client_request_fails_clearly() -> None:
-    app = example_app()
-
-    @app.tool()
-    async def ask(ctx: trio_mcp.RequestContext) -> str:
-        assert ctx.peer is not None
-        try:
-            await ctx.peer.request_raw("roots/list")
-        except trio_mcp.RemoteError as exc:
-            return exc.message
-        return "answered?"  # pragma: no cover
-
-    async with serving(app, stateless=True) as (url, _), http_client() as client:
-        response = await Raw(client, url).post(call(1, "ask", {}))
-        text = messages_of(response.content)[-1]["result"]["content"][0]["text"]
-        assert "stateless" in text
-
-
-async def test_http_open_http_client_against_a_stateless_server() -> None:
-    async with serving(stateless=True) as (url, _):
-        async with trio_mcp.open_http_client(url) as client:
-            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"

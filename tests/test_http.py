@@ -336,3 +336,39 @@ async def test_http_cancel_notification_ends_the_stream_without_answer() -> None
             assert response.status_code == 202
         assert [m for m in messages_of(answers[0]) if m.get("id") == 10] == []
         assert await raw.post({"jsonrpc": "2.0", "id": 11, "method": "ping"})
+
+
+@drops_a_stream
+async def test_http_get_resume_replays_the_standalone_stream_after_the_id_only() -> None:
+    async with raw_session() as (raw, http_app):
+        session = http_app.sessions[raw.session_id or ""]
+        assert session.peer is not None
+        parser = SSEParser()
+        headers = raw.h(accept="text/event-stream")
+        seen: list[dict[str, Any]] = []
+        async with raw.client.stream("GET", raw.url, headers=headers) as response:
+            await session.peer.notify("notifications/message", {"level": "info", "data": 1})
+            async with aclosing(response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    seen += [json.loads(e.data) for e in parser.feed(chunk) if e.data]
+                    if seen:
+                        break
+        # Sent while no GET is open; the resume gets it, and not the first one again.
+        await session.peer.notify("notifications/message", {"level": "info", "data": 2})
+        headers = raw.h(accept="text/event-stream", last_event_id=parser.last_event_id)
+        async with raw.client.stream("GET", raw.url, headers=headers) as response:
+            async with aclosing(response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    seen += [json.loads(e.data) for e in parser.feed(chunk) if e.data]
+                    if len(seen) == 2:
+                        break
+        assert [m["params"]["data"] for m in seen] == [1, 2]
+
+
+async def test_http_limits_body_size_and_session_count() -> None:
+    async with raw_session(max_body=1000, max_sessions=1) as (raw, _):
+        response = await raw.post(call(1, "echo", {"text": "x" * 2000}))
+        assert response.status_code == 413
+        raw.session_id = None
+        response = await raw.post(INITIALIZE)
+        assert response.status_code == 503

@@ -183,3 +183,16 @@ async def test_http_open_http_client_against_a_stateless_server() -> None:
     async with serving(stateless=True) as (url, _):
         async with trio_mcp.open_http_client(url) as client:
             assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+
+
+async def test_http_stateless_with_tokens_tasks_span_posts() -> None:
+    """Each stateless POST has its own peer; the token's identity still owns the task."""
+    policy = trio_mcp.HttpPolicy(tokens=TOKENS)
+    async with serving(stateless=True, policy=policy) as (url, _):
+        async with trio_mcp.open_http_client(url, token="token-alice") as client:
+            handle = await client.call_tool_task("sleep", {"seconds": 0.05})
+            result = await client.task_result(handle.task_id)
+            assert result["content"][0]["text"] == "slept 0.05 seconds"
+        async with trio_mcp.open_http_client(url, token="token-bob") as bob:
+            with pytest.raises(trio_mcp.RemoteError):
+                await bob.get_task(handle.task_id)

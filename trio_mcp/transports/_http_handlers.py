@@ -261,10 +261,12 @@ async def get(
                        "after it are gone)")
             return
         stream, after = session.streams[replay[0]], last
-    if stream is session.standalone and stream.attached is not None:
-        await fail(send, 409, "Conflict: this session's stream is already open")
-        return
-    if stream is session.standalone and last is None:
+    if last is None:
+        # A second plain GET is refused; a resume (Last-Event-ID) replaces
+        # the old connection, which its client has given up on.
+        if stream.attached is not None:
+            await fail(send, 409, "Conflict: this session's stream is already open")
+            return
         await session.prime(stream)
     session.busy += 1
     try:

@@ -1,8 +1,7 @@
 """Bad input gets a clear JSON-RPC error and the connection keeps working.
 
 Each case runs over memory, a real stdio subprocess, a real WebSocket and real
-Streamable HTTP;
-after each, the peer still answers a ping.
+Streamable HTTP; after each, the peer still answers a ping.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp.peer import _router
+from trio_mcp.peer._session import _outbound
 
 from .helpers import SCHEMA_PATH, TRANSPORTS
 
@@ -25,11 +25,11 @@ def _record(direction: str, wire: dict[str, Any], method: str | None) -> None:
 @pytest.fixture(autouse=True)
 def record_messages() -> Iterator[None]:
     """Record every message of every test, for the schema check."""
-    _router.message_observers.append(_record)
+    _outbound.message_observers.append(_record)
     try:
         yield
     finally:
-        _router.message_observers.remove(_record)
+        _outbound.message_observers.remove(_record)
 
 
 @pytest.fixture(params=TRANSPORTS)

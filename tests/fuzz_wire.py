@@ -31,14 +31,14 @@ import trio.lowlevel
 import trio.testing
 
 import trio_mcp
-from trio_mcp.peer._bus import open_bus
-from trio_mcp.peer._jsonrpc import (
+from trio_mcp.peer._messages._jsonrpc import (
     Notification,
     Request,
     Undecodable,
     decode_message,
     encode_for_wire,
 )
+from trio_mcp.peer._session import open_bus
 from trio_mcp.transports._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
 
 from .helpers import ROOT

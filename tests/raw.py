@@ -20,8 +20,8 @@ from typing import Any
 import trio
 
 import trio_mcp
-from trio_mcp.peer._bus import open_bus
-from trio_mcp.peer._jsonrpc import decode_message, message_to_json
+from trio_mcp.peer._messages._jsonrpc import decode_message, message_to_json
+from trio_mcp.peer._session import open_bus
 from trio_mcp.transports._framing import LineBuffer, LineTooLong
 from trio_mcp.transports._sse import SSEParser
 

@@ -90,7 +90,7 @@ async def test_bad_input_handler_crash_is_internal_error_without_traceback() -> 
     async with open_raw("memory", app) as raw:
         await raw.initialize()
         # Reach into the router to make one handler crash, as a bug would.
-        peer_handlers = [p for p in app.registry._peers.values()][0][0]._handlers
+        peer_handlers = [p for p in app.registry._peers.values()][0][0].session.request_handlers
         peer_handlers["tools/list"] = crash
         msg = await raw.request(7, "tools/list")
         assert msg["error"] == {"code": trio_mcp.INTERNAL_ERROR, "message": "Internal error"}

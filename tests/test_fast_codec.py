@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_mcp.peer import _jsonrpc
+from trio_mcp.peer._messages import _jsonrpc
 
 pytest.importorskip("orjson")
 pytestmark = pytest.mark.skipif(

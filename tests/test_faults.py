@@ -37,9 +37,9 @@ import trio.testing
 
 import trio_mcp
 from trio_mcp import TaskStatus
-from trio_mcp.peer import _router
-from trio_mcp.peer._bus import memory_bus_pair, open_bus, run_memory_link
-from trio_mcp.peer._jsonrpc import ErrorResponse, Notification, Request, Response
+from trio_mcp.peer._messages._jsonrpc import ErrorResponse, Notification, Request, Response
+from trio_mcp.peer._session import _outbound, memory_bus_pair, open_bus, run_memory_link
+from trio_mcp.peer._session import _session as _session_module
 
 from .fuzz_wire import StdioTarget
 from .helpers import ROOT, client_app
@@ -137,7 +137,7 @@ async def test_faults_transport_dies_mid_task_every_waiter_gets_connection_close
                    partial(client.call_tool_task, "slow", {})):
             with pytest.raises(trio_mcp.ConnectionClosed):
                 await fn()
-        assert not client.is_open and not client._pending
+        assert not client.is_open and not client.session.pending._pending
     names = sorted(name for name, exc in outcomes if isinstance(exc, trio_mcp.ConnectionClosed))
     assert names == ["follower", "plain call", "result"], outcomes
     assert trio_task_count() == baseline
@@ -258,7 +258,7 @@ async def test_faults_handlers_that_raise_are_answered_and_the_connection_lives(
         assert outcome.is_error
         await peer.ping()
         await server.ping()
-        assert not server._inflight and not peer._pending
+        assert not server.session._inflight and not peer.session.pending._pending
 
 
 @pytest.mark.parametrize("kind", ["memory", "ws"])
@@ -321,7 +321,7 @@ async def test_regression_slow_reader_cannot_grow_handler_tasks_without_bound(
     answer: 50,000 pings cost ~160 MB. Now at most MAX_CONCURRENT_REQUESTS are
     handled at once; beyond that the peer answers -32000 itself, which waits
     for room like every answer, and so stops reading: the sender waits."""
-    monkeypatch.setattr(_router, "MAX_CONCURRENT_REQUESTS", 100)
+    monkeypatch.setattr(_session_module, "MAX_CONCURRENT_REQUESTS", 100)
     bus, ends = open_bus(capacity=16)
     async with trio.open_nursery() as nursery:
         peer = trio_mcp.Peer(build_fuzz_app(), bus, trio_mcp.Role.SERVER)
@@ -407,7 +407,7 @@ async def test_faults_slow_reader_notifications_are_dropped_with_a_warning(
     itself waits for room and is delivered."""
     caplog.set_level(logging.WARNING, logger="trio_mcp.peer")
     app = trio_mcp.App("chatty")
-    flood = _router.NOTIFICATION_QUEUE + 500
+    flood = _outbound.NOTIFICATION_QUEUE + 500
 
     @app.tool()
     async def chatter(ctx: trio_mcp.RequestContext) -> str:
@@ -428,11 +428,11 @@ async def test_faults_slow_reader_notifications_are_dropped_with_a_warning(
         await ends.to_peer.send(Request(1, "tools/call", {"name": "chatter", "arguments": {}}))
         await trio.testing.wait_all_tasks_blocked()
         # Nothing has been read: the queues are full, and bounded.
-        assert peer._notes_send.statistics().current_buffer_used == _router.NOTIFICATION_QUEUE
+        assert peer.session._notes_send.statistics().current_buffer_used == _outbound.NOTIFICATION_QUEUE
         assert ends.from_peer.statistics().current_buffer_used == 16
         drops = [r for r in caplog.records if "notification queue full" in r.getMessage()]
         # The bus, the queue, and the one the queue's pump holds, waiting for room.
-        accepted = _router.NOTIFICATION_QUEUE + 16 + 1
+        accepted = _outbound.NOTIFICATION_QUEUE + 16 + 1
         assert len(drops) == flood - accepted
         notes = 0
         response = None

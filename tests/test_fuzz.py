@@ -38,11 +38,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp.peer import _router
-from trio_mcp.peer._bus import open_bus
-from trio_mcp.peer._jsonrpc import Request, _dumps, decode_message
-from trio_mcp.peer._state import TRANSITIONS
-from trio_mcp.peer._types import TaskStatus
+from trio_mcp.peer._messages import TaskStatus
+from trio_mcp.peer._messages._jsonrpc import Request, _dumps, decode_message
+from trio_mcp.peer._session import _outbound, open_bus
+from trio_mcp.peer._tasks._state import TRANSITIONS
 
 from .conftest import RECORDED
 from .fuzz_wire import SENTINEL, MemoryTarget, StdioTarget, Target
@@ -91,11 +90,11 @@ def record_messages() -> Any:
         if len(text) <= 20_000:
             RECORDED.append((direction, json.loads(text), method))
 
-    _router.message_observers.append(record)
+    _outbound.message_observers.append(record)
     try:
         yield
     finally:
-        _router.message_observers.remove(record)
+        _outbound.message_observers.remove(record)
 
 
 @asynccontextmanager
@@ -600,8 +599,8 @@ class Interleaving:
                     got = await client.get_task(task_id)
                     assert got.status is record.status
             assert registry.live_count() == 0 and not list(registry.actors())
-            assert not server._inflight and not client._pending
-            assert not client._status_events, client._status_events
+            assert not server.session._inflight and not client.session.pending._pending
+            assert not len(client.task_waiters), client.task_waiters
             await stack.aclose()
             background.cancel_scope.cancel()
         assert trio_task_count() == baseline
@@ -833,7 +832,7 @@ async def drive_requestor(script: dict[str, Any]) -> None:
                     # Whatever the receiver says, the handle follows one task.
                     assert handle.task_id == task_id
             await client.ping()
-            assert not client._pending and not client._status_events
+            assert not client.session.pending._pending and not len(client.task_waiters)
         nursery.cancel_scope.cancel()
 
 
@@ -903,7 +902,7 @@ async def test_regression_expired_input_required_task_stays_deleted(
         if direction == "received" and wire.get("method") == "notifications/tasks/status":
             notes.append(wire["params"])
 
-    _router.message_observers.append(spy)
+    _outbound.message_observers.append(spy)
     try:
         async with trio_mcp.open_memory_pair(app, client) as (peer, _):
             handle = await peer.call_tool_task("ask", {})
@@ -913,7 +912,7 @@ async def test_regression_expired_input_required_task_stays_deleted(
             with pytest.raises(trio_mcp.RemoteError):
                 await handle.status()
     finally:
-        _router.message_observers.remove(spy)
+        _outbound.message_observers.remove(spy)
     lines = [r.getMessage() for r in caplog.records
              if handle.task_id in r.getMessage() and "lookup failed" not in r.getMessage()]
     assert lines[-1].startswith("task expired"), lines
@@ -940,7 +939,7 @@ async def test_regression_following_an_expired_task_leaves_no_status_event(
                 await handle.wait()
         with trio.move_on_after(0.1):  # a caller giving up also cleans up
             await (await peer.call_tool_task("nap", {})).wait()
-        assert peer._status_events == {}
+        assert len(peer.task_waiters) == 0
 
 
 async def test_regression_malformed_answer_fails_the_request_instead_of_hanging(
@@ -960,7 +959,7 @@ async def test_regression_malformed_answer_fails_the_request_instead_of_hanging(
                 with pytest.raises(trio_mcp.RemoteProtocolError, match="malformed"):
                     await client.task_result("t-1")
                 await client.ping()
-            assert not client._pending
+            assert not client.session.pending._pending
         nursery.cancel_scope.cancel()
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp.peer._jsonrpc import Notification, Request
+from trio_mcp.peer._messages import Notification, Request
 from trio_mcp.transports._http_session import STANDALONE, HttpSession
 from trio_mcp.transports._sse import SSEParser, encode_comment, encode_event, encode_retry
 
@@ -83,28 +82,16 @@ async def test_memory_event_store_is_bounded() -> None:
 # --- routing ---------------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class RelatedRequest(Request):
-    """A Request as the peer will send it with the lead's related_request_id."""
-
-    related_request_id: str | int | None = None
-
-
-@attrs.frozen
-class RelatedNotification(Notification):
-    related_request_id: str | int | None = None
-
-
 async def test_session_routes_related_messages_to_their_requests_stream() -> None:
     session = HttpSession("s", None, trio_mcp.MemoryEventStore(), {})
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run, example_app())
         post = session.open_stream(7, json=False)
         primer = await session.prime(post)
-        await session._deliver(RelatedRequest("r1", "sampling/createMessage", {}, 7))
-        await session._deliver(RelatedNotification("notifications/message", {}, 7))
+        await session._deliver(Request("r1", "sampling/createMessage", {}, related_request_id=7))
+        await session._deliver(Notification("notifications/message", {}, related_request_id=7))
         await session._deliver(Notification("notifications/message", {"unrelated": True}))
-        await session._deliver(RelatedNotification("notifications/message", {}, 99))
+        await session._deliver(Notification("notifications/message", {}, related_request_id=99))
         on_post = await session.store.replay_events_after(primer)
         assert on_post is not None and on_post[0] == post.stream_id
         assert [json.loads(d).get("id") for _, d in on_post[1]] == ["r1", None]
@@ -115,7 +102,7 @@ async def test_session_routes_related_messages_to_their_requests_stream() -> Non
         # After the response the stream ends; related messages then go standalone.
         await session._deliver(trio_mcp.Response(7, {}))
         assert post.ended
-        await session._deliver(RelatedNotification("notifications/message", {}, 7))
+        await session._deliver(Notification("notifications/message", {}, related_request_id=7))
         # A late second answer (its stream ended) never reaches the GET stream.
         await session._deliver(trio_mcp.Response(7, {"late": True}))
         await session._deliver(trio_mcp.Response(8, {"unknown": True}))

@@ -22,7 +22,7 @@ import trio_websocket
 import trio_mcp
 from trio_mcp import TaskStatus
 from trio_mcp._util import unwrap_group
-from trio_mcp.peer import _router
+from trio_mcp.peer._session import _outbound
 
 from .conftest import _record
 from .helpers import ROOT, client_app
@@ -274,11 +274,11 @@ LEAKS = ("Traceback", 'File "', "site-packages", ".py", str(ROOT), "/home/", "/r
 @contextmanager
 def unrecorded() -> Iterator[None]:
     """Keep requests sent invalid on purpose out of the session's schema check."""
-    _router.message_observers.remove(_record)
+    _outbound.message_observers.remove(_record)
     try:
         yield
     finally:
-        _router.message_observers.append(_record)
+        _outbound.message_observers.append(_record)
 
 
 def _assert_clean(texts: list[str]) -> None:
@@ -308,7 +308,7 @@ async def test_security_no_stack_traces_or_paths_reach_the_peer() -> None:
     async def crash(req: object) -> object:
         raise ZeroDivisionError(f"{INTERNAL_PATH}")
 
-    _router.message_observers.append(spy)
+    _outbound.message_observers.append(spy)
     try:
         async with trio_mcp.open_memory_pair(app, broken_client) as (client, server):
             for name in ("leaky", "crash"):
@@ -316,7 +316,7 @@ async def test_security_no_stack_traces_or_paths_reach_the_peer() -> None:
                 handle = await client.call_tool_task(name, {})
                 await handle.wait()
                 await handle.result()
-            server._handlers["tools/list"] = crash  # a bug in a request handler
+            server.session.request_handlers["tools/list"] = crash  # a bug in a request handler
             with unrecorded():
                 for method, params in (("tools/list", {}), ("tools/call", {"name": 5}),
                                        ("tasks/get", {"taskId": [1]}), ("tasks/result", {}),
@@ -329,7 +329,7 @@ async def test_security_no_stack_traces_or_paths_reach_the_peer() -> None:
                                          {"messages": [], "maxTokens": 1})
             assert got.value.message == "Internal error"
     finally:
-        _router.message_observers.remove(spy)
+        _outbound.message_observers.remove(spy)
     assert len(sent) > 20
     _assert_clean(sent)
 
@@ -343,7 +343,7 @@ async def test_security_no_stack_traces_or_paths_over_stdio() -> None:
         if direction == "received":
             texts.append(json.dumps(wire))
 
-    _router.message_observers.append(spy)
+    _outbound.message_observers.append(spy)
     try:
         async with trio_mcp.open_stdio_client(FAULTS_SERVER, cwd=str(ROOT),
                                               stderr=subprocess.DEVNULL) as client:
@@ -357,7 +357,7 @@ async def test_security_no_stack_traces_or_paths_over_stdio() -> None:
             with unrecorded(), pytest.raises(trio_mcp.RemoteError):
                 await client.request_raw("tools/call", {"name": {"x": 1}})
     finally:
-        _router.message_observers.remove(spy)
+        _outbound.message_observers.remove(spy)
     _assert_clean(texts)
     assert any("FileNotFoundError" in t for t in texts)
 
@@ -433,10 +433,10 @@ async def test_security_audit_log_records_every_task_event(
 def test_security_messages_carry_no_secret_of_the_registry() -> None:
     """Cursors are HMACs of (owner, position): they never embed the owner."""
     registry = trio_mcp.TaskRegistry()
-    cursor = registry._make_cursor("identity:alice", 7)
-    assert "alice" not in cursor and registry._read_cursor("identity:alice", cursor) == 7
+    cursor = registry._cursors.make("identity:alice", 7)
+    assert "alice" not in cursor and registry._cursors.read("identity:alice", cursor) == 7
     with pytest.raises(trio_mcp.McpError):
-        registry._read_cursor("identity:bob", cursor)
+        registry._cursors.read("identity:bob", cursor)
 
 
 async def test_regression_oserror_paths_are_not_sent_to_the_peer() -> None:
@@ -463,18 +463,18 @@ async def test_regression_rate_buckets_of_idle_contexts_are_swept(
     its token bucket forever: one per closed connection (the leak run showed
     300 connections leave 350 buckets). Full buckets are now forgotten when the
     table doubles; a context still short of tokens keeps its bucket."""
-    from trio_mcp.peer._registry import _BUCKET_SWEEP_MIN
+    from trio_mcp.peer._tasks._limits import _BUCKET_SWEEP_MIN
 
     registry = trio_mcp.TaskRegistry(trio_mcp.TaskLimits(rate_per_second=10, rate_burst=2))
     registry.check_rate("identity:greedy")
     registry.check_rate("identity:greedy")  # no token left
     for n in range(2 * _BUCKET_SWEEP_MIN - 1):
         registry.check_rate(f"connection:{n}")  # one token left each: kept by a sweep
-    assert len(registry._buckets) == 2 * _BUCKET_SWEEP_MIN
+    assert len(registry._rate) == 2 * _BUCKET_SWEEP_MIN
     await trio.sleep(0.15)  # the connections' buckets are full again; greedy has 1.5
     for n in range(100):
         registry.check_rate(f"later:{n}")
-    assert len(registry._buckets) == 101
+    assert len(registry._rate) == 101
     registry.check_rate("identity:greedy")  # 1.5 tokens: a fresh bucket would have 2
     with pytest.raises(trio_mcp.McpError):
         registry.check_rate("identity:greedy")

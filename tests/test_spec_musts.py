@@ -18,7 +18,7 @@ import trio
 
 import trio_mcp
 from trio_mcp import TaskStatus
-from trio_mcp.peer import _router
+from trio_mcp.peer._session import _outbound
 
 from .helpers import client_app, example_app, seen_by
 from .raw import open_raw
@@ -37,11 +37,11 @@ class Wire:
             self.sent.append((wire, method))
 
     def __enter__(self) -> Wire:
-        _router.message_observers.append(self)
+        _outbound.message_observers.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _router.message_observers.remove(self)
+        _outbound.message_observers.remove(self)
 
     def requests(self, method: str) -> list[dict[str, Any]]:
         return [w for w, _ in self.sent if w.get("method") == method and "id" in w]

@@ -14,8 +14,8 @@ from functools import partial
 import trio
 import trio.lowlevel
 
-from trio_mcp.peer._bus import open_bus
-from trio_mcp.peer._jsonrpc import Notification, Request
+from trio_mcp.peer._messages._jsonrpc import Notification, Request
+from trio_mcp.peer._session import open_bus
 from trio_mcp.transports._stdio import run_stream_transport
 
 

@@ -230,7 +230,7 @@ async def test_tasks_unknown_ids_and_bad_cursor_are_invalid_params(transport: st
 
 
 async def test_tasks_status_notifications_on_every_change() -> None:
-    from trio_mcp.peer import _router
+    from trio_mcp.peer._session import _outbound
 
     seen: list[dict[str, Any]] = []
 
@@ -238,13 +238,13 @@ async def test_tasks_status_notifications_on_every_change() -> None:
         if direction == "sent" and wire.get("method") == "notifications/tasks/status":
             seen.append(wire["params"])
 
-    _router.message_observers.append(observe)
+    _outbound.message_observers.append(observe)
     try:
         async with trio_mcp.open_memory_pair(example_app(), client_app()) as (client, _):
             handle = await client.call_tool_task("approve", {"question": "q"})
             await handle.wait()
     finally:
-        _router.message_observers.remove(observe)
+        _outbound.message_observers.remove(observe)
     mine = [p["status"] for p in seen if p["taskId"] == handle.task_id]
     assert mine == ["input_required", "working", "completed"]
     assert all("_meta" not in p for p in seen)

@@ -10,8 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp.peer._convert import from_wire, to_wire
-from trio_mcp.peer._jsonrpc import (
+from trio_mcp.peer._messages import (
+    CallToolParams,
+    InitializeParams,
+    Task,
+    TaskStatus,
+    Tool,
+    from_wire,
+    to_wire,
+)
+from trio_mcp.peer._messages._jsonrpc import (
     ErrorData,
     ErrorResponse,
     Notification,
@@ -22,8 +30,7 @@ from trio_mcp.peer._jsonrpc import (
     encode_for_wire,
     encode_message,
 )
-from trio_mcp.peer._state import TRANSITIONS, IllegalTransition, TaskEvent, next_status
-from trio_mcp.peer._types import CallToolParams, InitializeParams, Task, TaskStatus, Tool
+from trio_mcp.peer._tasks._state import TRANSITIONS, IllegalTransition, TaskEvent, next_status
 from trio_mcp.transports._framing import LineBuffer, LineTooLong
 
 # --- JSON-RPC envelopes -------------------------------------------------------------------

@@ -27,56 +27,68 @@ from ._errors import LocalUsageError as LocalUsageError
 from ._errors import McpError as McpError
 from ._errors import RemoteError as RemoteError
 from ._errors import RemoteProtocolError as RemoteProtocolError
+from ._errors import TaskCancelled as TaskCancelled
+from ._errors import TaskFailed as TaskFailed
 from ._errors import TrioMcpError as TrioMcpError
-from .peer._app import App as App
-from .peer._bus import MessageBus as MessageBus
-from .peer._bus import memory_bus_pair as memory_bus_pair
-from .peer._bus import open_bus as open_bus
-from .peer._bus import run_memory_link as run_memory_link
-from .peer._context import RequestContext as RequestContext
-from .peer._handle import TaskHandle as TaskHandle
-from .peer._jsonrpc import ErrorResponse as ErrorResponse
-from .peer._jsonrpc import Notification as Notification
-from .peer._jsonrpc import Request as Request
-from .peer._jsonrpc import Response as Response
-from .peer._jsonrpc import Undecodable as Undecodable
-from .peer._registry import MemoryTaskStore as MemoryTaskStore
-from .peer._registry import TaskLimits as TaskLimits
-from .peer._registry import TaskRecord as TaskRecord
-from .peer._registry import TaskRegistry as TaskRegistry
-from .peer._registry import TaskStore as TaskStore
-from .peer._router import Peer as Peer
-from .peer._router import Role as Role
-from .peer._router import open_peer as open_peer
-from .peer._state import IllegalTransition as IllegalTransition
-from .peer._state import TaskEvent as TaskEvent
-from .peer._state import next_status as next_status
-from .peer._types import (
+from ._runner import App as App
+from .peer._features import Peer as Peer
+from .peer._features import RequestContext as RequestContext
+from .peer._features import Role as Role
+from .peer._features import open_peer as open_peer
+from .peer._messages import (
     LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION,
 )
-from .peer._types import (
+from .peer._messages import (
     MODEL_IMMEDIATE_RESPONSE_META as MODEL_IMMEDIATE_RESPONSE_META,
 )
-from .peer._types import (
+from .peer._messages import (
     RELATED_TASK_META as RELATED_TASK_META,
 )
-from .peer._types import CallToolResult as CallToolResult
-from .peer._types import ClientCapabilities as ClientCapabilities
-from .peer._types import CreateMessageParams as CreateMessageParams
-from .peer._types import CreateMessageResult as CreateMessageResult
-from .peer._types import CreateTaskResult as CreateTaskResult
-from .peer._types import ElicitParams as ElicitParams
-from .peer._types import ElicitResult as ElicitResult
-from .peer._types import Implementation as Implementation
-from .peer._types import ListTasksResult as ListTasksResult
-from .peer._types import ListToolsResult as ListToolsResult
-from .peer._types import ProgressParams as ProgressParams
-from .peer._types import SamplingMessage as SamplingMessage
-from .peer._types import ServerCapabilities as ServerCapabilities
-from .peer._types import Task as Task
-from .peer._types import TaskStatus as TaskStatus
-from .peer._types import TextContent as TextContent
-from .peer._types import Tool as Tool
+from .peer._messages import CallToolResult as CallToolResult
+from .peer._messages import ClientCapabilities as ClientCapabilities
+from .peer._messages import CreateMessageParams as CreateMessageParams
+from .peer._messages import CreateMessageResult as CreateMessageResult
+from .peer._messages import CreateTaskResult as CreateTaskResult
+from .peer._messages import ElicitParams as ElicitParams
+from .peer._messages import ElicitResult as ElicitResult
+from .peer._messages import ErrorResponse as ErrorResponse
+from .peer._messages import Implementation as Implementation
+from .peer._messages import ListTasksResult as ListTasksResult
+from .peer._messages import ListToolsResult as ListToolsResult
+from .peer._messages import Notification as Notification
+from .peer._messages import ProgressParams as ProgressParams
+from .peer._messages import Request as Request
+from .peer._messages import Response as Response
+from .peer._messages import SamplingMessage as SamplingMessage
+from .peer._messages import ServerCapabilities as ServerCapabilities
+from .peer._messages import Task as Task
+from .peer._messages import TaskStatus as TaskStatus
+from .peer._messages import TextContent as TextContent
+from .peer._messages import Tool as Tool
+from .peer._messages import Undecodable as Undecodable
+from .peer._session import MessageBus as MessageBus
+from .peer._session import memory_bus_pair as memory_bus_pair
+from .peer._session import open_bus as open_bus
+from .peer._session import run_memory_link as run_memory_link
+from .peer._tasks import IllegalTransition as IllegalTransition
+from .peer._tasks import MemoryTaskStore as MemoryTaskStore
+from .peer._tasks import SqliteTaskStore as SqliteTaskStore
+from .peer._tasks import TaskEvent as TaskEvent
+from .peer._tasks import TaskHandle as TaskHandle
+from .peer._tasks import TaskLimits as TaskLimits
+from .peer._tasks import TaskRecord as TaskRecord
+from .peer._tasks import TaskRegistry as TaskRegistry
+from .peer._tasks import TaskStore as TaskStore
+from .peer._tasks import next_status as next_status
+from .peer._tasks import open_task_store as open_task_store
+from .transports._http_client import open_http_client as open_http_client
+from .transports._http_policy import HttpPolicy as HttpPolicy
+from .transports._http_server import HttpAddress as HttpAddress
+from .transports._http_server import StreamableHttpApp as StreamableHttpApp
+from .transports._http_server import serve_http as serve_http
+from .transports._http_store import EventStore as EventStore
+from .transports._http_store import MemoryEventStore as MemoryEventStore
+from .transports._memory import MemoryPair as MemoryPair
 from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
 from .transports._stdio import serve_stdio as serve_stdio
@@ -88,10 +100,83 @@ from .transports._websocket import serve_websocket as serve_websocket
 from .transports._websocket import wrap_websocket as wrap_websocket
 
 __version__ = "0.1.0"
-from .transports._http_client import open_http_client as open_http_client
-from .transports._http_policy import HttpPolicy as HttpPolicy
-from .transports._http_server import HttpAddress as HttpAddress
-from .transports._http_server import StreamableHttpApp as StreamableHttpApp
-from .transports._http_server import serve_http as serve_http
-from .transports._http_store import EventStore as EventStore
-from .transports._http_store import MemoryEventStore as MemoryEventStore
+
+#: The public names, for ``help(trio_mcp)`` and ``from trio_mcp import *``.
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "LATEST_PROTOCOL_VERSION",
+    "METHOD_NOT_FOUND",
+    "MODEL_IMMEDIATE_RESPONSE_META",
+    "PARSE_ERROR",
+    "RELATED_TASK_META",
+    "RESOURCE_LIMIT",
+    "App",
+    "CallToolResult",
+    "ClientCapabilities",
+    "ConnectionClosed",
+    "CreateMessageParams",
+    "CreateMessageResult",
+    "CreateTaskResult",
+    "ElicitParams",
+    "ElicitResult",
+    "ErrorResponse",
+    "EventStore",
+    "HttpAddress",
+    "HttpPolicy",
+    "IllegalTransition",
+    "Implementation",
+    "ListTasksResult",
+    "ListToolsResult",
+    "LocalUsageError",
+    "McpError",
+    "MemoryEventStore",
+    "MemoryPair",
+    "MemoryTaskStore",
+    "MessageBus",
+    "Notification",
+    "Peer",
+    "ProgressParams",
+    "RemoteError",
+    "RemoteProtocolError",
+    "Request",
+    "RequestContext",
+    "Response",
+    "Role",
+    "SamplingMessage",
+    "ServerCapabilities",
+    "SqliteTaskStore",
+    "StreamableHttpApp",
+    "Task",
+    "TaskCancelled",
+    "TaskEvent",
+    "TaskFailed",
+    "TaskHandle",
+    "TaskLimits",
+    "TaskRecord",
+    "TaskRegistry",
+    "TaskStatus",
+    "TaskStore",
+    "TextContent",
+    "Tool",
+    "TrioMcpError",
+    "Undecodable",
+    "WebSocketAddress",
+    "memory_bus_pair",
+    "next_status",
+    "open_bus",
+    "open_http_client",
+    "open_memory_pair",
+    "open_peer",
+    "open_stdio_client",
+    "open_task_store",
+    "open_websocket_client",
+    "origin_allowed",
+    "run_memory_link",
+    "serve_http",
+    "serve_stdio",
+    "serve_websocket",
+    "wrap_stdio_streams",
+    "wrap_websocket",
+]

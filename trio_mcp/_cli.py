@@ -34,11 +34,8 @@ from ._errors import (
     TrioMcpError,
 )
 from ._terminal import Terminal, elicit_reply, rich_console
-from .peer._app import App
-from .peer._context import RequestContext
-from .peer._convert import to_wire
-from .peer._router import Peer
-from .peer._types import (
+from .peer._features import App, Peer, RequestContext
+from .peer._messages import (
     CallToolResult,
     CreateMessageParams,
     CreateMessageResult,
@@ -47,6 +44,7 @@ from .peer._types import (
     ProgressParams,
     Task,
     TextContent,
+    to_wire,
 )
 from .transports._stdio import open_stdio_client, serve_stdio
 from .transports._websocket import open_websocket_client, serve_websocket

@@ -39,12 +39,8 @@ import trio
 from . import __version__
 from ._errors import RemoteError
 from ._terminal import Terminal, rich_console
-from .peer._app import App
-from .peer._context import RequestContext
-from .peer._handle import TaskHandle
-from .peer._registry import TaskLimits, TaskRegistry
-from .peer._router import Peer
-from .peer._types import (
+from .peer._features import App, Peer, RequestContext
+from .peer._messages import (
     CallToolResult,
     CreateMessageParams,
     CreateMessageResult,
@@ -53,6 +49,7 @@ from .peer._types import (
     TaskStatus,
     TextContent,
 )
+from .peer._tasks import TaskHandle, TaskLimits, TaskRegistry
 from .transports._memory import open_memory_pair
 from .transports._websocket import open_websocket_client, serve_websocket
 

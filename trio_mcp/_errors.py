@@ -86,3 +86,30 @@ class LocalUsageError(TrioMcpError):
     ``"required"`` without a task, or augmenting a request with a task when the
     receiver did not declare the capability.
     """
+
+
+class TaskCancelled(RemoteError):
+    """The task was cancelled, so it has no result.
+
+    Raised by :meth:`trio_mcp.TaskHandle.result` (a :class:`RemoteError`, so
+    code that catches that still works). ``task`` is the last snapshot seen.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, task: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.task = task
+
+
+class TaskFailed(RemoteError):
+    """The task's underlying request failed with a JSON-RPC error.
+
+    Raised by :meth:`trio_mcp.TaskHandle.result`; ``code``, ``message`` and
+    ``data`` are the error the request would have returned, ``task`` the last
+    snapshot seen. (A tool that *reports* failure completes its task with a
+    ``CallToolResult`` whose ``is_error`` is set; that result is returned,
+    not raised.)
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, task: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.task = task

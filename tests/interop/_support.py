@@ -336,7 +336,7 @@ class WireChecker:
 def our_wire() -> Iterator[list[dict[str, Any]]]:
     """Record what our in-process peers send ("out") and receive ("in") during the block,
     in the wire-log format of the scripted peers' reports."""
-    from trio_mcp.peer import _router
+    from trio_mcp.peer._session import _outbound
 
     wire: list[dict[str, Any]] = []
 
@@ -344,11 +344,11 @@ def our_wire() -> Iterator[list[dict[str, Any]]]:
         wire.append({"dir": "out" if direction == "sent" else "in",
                      "msg": json.loads(json.dumps(msg))})
 
-    _router.message_observers.append(observe)
+    _outbound.message_observers.append(observe)
     try:
         yield wire
     finally:
-        _router.message_observers.remove(observe)
+        _outbound.message_observers.remove(observe)
 
 
 def requests_in(wire: list[dict[str, Any]], direction: str, method: str) -> list[dict[str, Any]]:

@@ -118,8 +118,8 @@ def build_fuzz_app(
         """The server's bookkeeping, for leak checks (this request excluded)."""
         registry = ctx.peer.app.registry
         return {
-            "inflight": len(ctx.peer._inflight) - 1,
-            "pending": len(ctx.peer._pending),
+            "inflight": len(ctx.peer.session._inflight) - 1,
+            "pending": len(ctx.peer.session.pending._pending),
             "trio_tasks": trio_task_count(),
             "actors": len(registry._actors),
             "live": registry.live_count(),

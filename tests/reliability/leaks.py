@@ -35,7 +35,7 @@ import trio
 import trio.lowlevel
 
 import trio_mcp
-from trio_mcp.peer._registry import _BUCKET_SWEEP_MIN
+from trio_mcp.peer._tasks._limits import _BUCKET_SWEEP_MIN
 
 from .apps import rss_kib, trio_task_count
 from .load import loadavg
@@ -88,12 +88,12 @@ def tables(app: trio_mcp.App, *peers: trio_mcp.Peer) -> dict[str, int]:
         "live": registry.live_count(),
         "expiry_heap": len(registry._expiry),
         "connections": sum(len(p) for p in registry._peers.values()),
-        "rate_buckets": len(registry._buckets),
+        "rate_buckets": len(registry._rate),
     }
     for i, peer in enumerate(peers):
-        sizes[f"peer{i}.pending"] = len(peer._pending)
-        sizes[f"peer{i}.inflight"] = len(peer._inflight)
-        sizes[f"peer{i}.status_events"] = len(peer._status_events)
+        sizes[f"peer{i}.pending"] = len(peer.session.pending._pending)
+        sizes[f"peer{i}.inflight"] = len(peer.session._inflight)
+        sizes[f"peer{i}.status_events"] = len(peer.task_waiters)
         sizes[f"peer{i}.progress"] = len(peer._progress)
     return sizes
 

@@ -1,5 +1,27 @@
-"""The transport-agnostic half of trio-mcp: messages, router, tasks.
+"""The transport-agnostic half of trio-mcp, in layers (each imports only those below):
 
-Nothing here knows which transport it runs on; everything public is
-re-exported from :mod:`trio_mcp`.
+* ``_features``: the :class:`App`, the :class:`Peer` and one module per MCP feature;
+* ``_tasks``: the task runtime (state table, registry and actors, store, handle);
+* ``_session``: the message bus and the JSON-RPC session, knowing no MCP;
+* ``_messages``: JSON-RPC envelopes, the converter and the MCP types.
+
+Transports and the CLI import from here; everything public is re-exported
+from :mod:`trio_mcp`.
 """
+
+from ._features import App as App
+from ._features import Peer as Peer
+from ._features import RequestContext as RequestContext
+from ._features import Role as Role
+from ._features import open_peer as open_peer
+from ._messages import Implementation as Implementation
+from ._messages import Incoming as Incoming
+from ._messages import Message as Message
+from ._messages import Undecodable as Undecodable
+from ._messages import decode_message as decode_message
+from ._messages import encode_for_wire as encode_for_wire
+from ._session import BusEnds as BusEnds
+from ._session import MessageBus as MessageBus
+from ._session import memory_bus_pair as memory_bus_pair
+from ._session import open_bus as open_bus
+from ._session import run_memory_link as run_memory_link

@@ -26,22 +26,20 @@ import trio
 
 from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._bus import BusEnds, open_bus
-from ..peer._jsonrpc import (
-    ErrorData,
-    ErrorResponse,
+from ..peer import (
+    App,
+    BusEnds,
+    Implementation,
     Incoming,
     Message,
-    Notification,
-    Request,
-    RequestId,
-    Response,
+    Peer,
+    Role,
     decode_message,
-    encode_message,
+    encode_for_wire,
+    open_bus,
+    open_peer,
 )
-from ..peer._router import Peer, Role, open_peer
-from ..peer._types import Implementation
+from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId, Response
 from ._sse import SSEParser
 
 log = logging.getLogger("trio_mcp.transports")
@@ -137,7 +135,7 @@ class _HttpClientTransport:
         request_id = msg.id if isinstance(msg, Request) else None
         session_id = self.session_id
         try:
-            response = await self._open("POST", body=encode_message(msg))
+            response = await self._open("POST", body=_encode(msg))
         except httpx.HTTPError as exc:
             log.warning("POST to %s failed: %s", self.url, exc)
             if request_id is not None:
@@ -225,7 +223,7 @@ class _HttpClientTransport:
             self._listening.cancel()
         init = Request(f"trio-mcp-reinitialize-{self._reinits}", "initialize", self._init.params)
         try:
-            response = await self._open("POST", body=encode_message(init))
+            response = await self._open("POST", body=_encode(init))
             try:
                 if response.status_code != 200:
                     return False
@@ -234,7 +232,7 @@ class _HttpClientTransport:
             finally:
                 await response.aclose()
             note = Notification("notifications/initialized")
-            response = await self._open("POST", body=encode_message(note))
+            response = await self._open("POST", body=_encode(note))
             await response.aclose()
         except httpx.HTTPError as exc:
             log.warning("re-initializing failed: %s", exc)
@@ -350,6 +348,13 @@ class _HttpClientTransport:
                 log.debug("DELETE session: HTTP %d", response.status_code)
             except httpx.HTTPError as exc:
                 log.debug("DELETE session failed: %s", exc)
+
+
+def _encode(msg: Message) -> bytes:
+    data = encode_for_wire(msg)
+    if data is None:  # only a message holding non-JSON params
+        raise ValueError(f"cannot encode {type(msg).__name__} as JSON")
+    return data
 
 
 def _client_headers(token: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:

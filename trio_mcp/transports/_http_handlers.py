@@ -1,6 +1,7 @@
 """The per-request half of the Streamable HTTP server: POST, GET and DELETE.
 
-Each function serves one HTTP request for a :class:`StreamableHttpApp`, after
+Each function serves one HTTP request for a :class:`StreamableHttpApp` (seen
+through the :class:`HttpEndpoint` protocol, so this module does not import it), after
 its Host, Origin and token checks passed. See :mod:`._http_server`.
 
 Cancellation (of any of them, e.g. when the server stops): the HTTP response
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import trio
 
-from ..peer._jsonrpc import Request, Response, Undecodable, decode_message
+from ..peer import Undecodable, decode_message
+from ..peer._messages import Request, Response
 from ._http_policy import (
     Receive,
     Scope,
@@ -30,9 +32,6 @@ from ._http_policy import (
 )
 from ._http_session import HttpSession, SseStream
 from ._sse import encode_event, encode_retry
-
-if TYPE_CHECKING:
-    from ._http_server import StreamableHttpApp
 
 log = logging.getLogger("trio_mcp.transports")
 audit = logging.getLogger("trio_mcp.audit")
@@ -50,6 +49,29 @@ _SSE: Final = [
 ]
 
 
+class HttpEndpoint(Protocol):
+    """What these handlers need of the app they serve (:class:`StreamableHttpApp`)."""
+
+    sessions: dict[str, HttpSession]
+    stateless: bool
+    json_response: bool
+    retry_ms: int
+    sse_close_after: float | None
+    max_body: int
+    max_sessions: int
+
+    async def start_session(
+        self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
+        protocol_version: str | None = None,
+    ) -> HttpSession:
+        """Create and start a session (not yet in ``sessions`` when stateless)."""
+        ...
+
+    async def end_session(self, session: HttpSession) -> None:
+        """End ``session`` and forget it."""
+        ...
+
+
 def _valid_session_id(value: str) -> bool:
     return 0 < len(value) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in value)
 
@@ -59,7 +81,7 @@ async def _wait_ended(stream: SseStream) -> None:
         await stream.changed.wait()
 
 
-def find_session(http: StreamableHttpApp, scope: Scope, identity: str | None) -> HttpSession | int:
+def find_session(http: HttpEndpoint, scope: Scope, identity: str | None) -> HttpSession | int:
     """The request's session, or the HTTP status to refuse it with."""
     values = header_values(scope, SESSION_HEADER)
     if not values:
@@ -81,7 +103,7 @@ async def refuse_session(send: Send, status: int, request_id: str | int | None =
         await fail(send, 404, "Not Found: unknown or ended session", request_id=request_id)
 
 
-async def read_body(http: StreamableHttpApp, receive: Receive, send: Send) -> bytes | None:
+async def read_body(http: HttpEndpoint, receive: Receive, send: Send) -> bytes | None:
     """The whole POST body, or None when the client left or it is too large (413 sent)."""
     body = bytearray()
     while True:
@@ -97,7 +119,7 @@ async def read_body(http: StreamableHttpApp, receive: Receive, send: Send) -> by
 
 
 async def post(
-    http: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, identity: str | None,
+    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
     version: str | None,
 ) -> None:
     """Take one JSON-RPC message: 202 for a notification or response, an answer for a request."""
@@ -157,7 +179,7 @@ async def post(
 
 
 async def initialize(
-    http: StreamableHttpApp, item: Request, identity: str | None, scope: Scope, send: Send
+    http: HttpEndpoint, item: Request, identity: str | None, scope: Scope, send: Send
 ) -> None:
     """Answer a POSTed ``initialize`` without a session: create one (JSON answer)."""
     if len(http.sessions) >= http.max_sessions:
@@ -179,7 +201,7 @@ async def initialize(
 
 
 async def answer(
-    http: StreamableHttpApp, session: HttpSession, item: Request, receive: Receive, send: Send
+    http: HttpEndpoint, session: HttpSession, item: Request, receive: Receive, send: Send
 ) -> None:
     """Hand a POSTed request to its session's peer and answer with JSON or an SSE stream."""
     as_json = http.json_response or item.method in IMMEDIATE_METHODS
@@ -204,7 +226,7 @@ async def answer(
 
 
 async def write_sse(
-    http: StreamableHttpApp, session: HttpSession, stream: SseStream, receive: Receive, send: Send,
+    http: HttpEndpoint, session: HttpSession, stream: SseStream, receive: Receive, send: Send,
     first: bytes, after: str | None, extra: list[tuple[bytes, bytes]],
 ) -> None:
     """Write one SSE connection of ``stream``, from ``first`` then the events after ``after``."""
@@ -235,7 +257,7 @@ async def write_sse(
 
 
 async def get(
-    http: StreamableHttpApp, scope: Scope, receive: Receive, send: Send, identity: str | None
+    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None
 ) -> None:
     """Open the standalone stream, or resume any stream with ``Last-Event-ID``."""
     if not wants(scope, "text/event-stream"):
@@ -279,7 +301,7 @@ async def get(
         session.last_active = trio.current_time()
 
 
-async def delete(http: StreamableHttpApp, scope: Scope, send: Send, identity: str | None) -> None:
+async def delete(http: HttpEndpoint, scope: Scope, send: Send, identity: str | None) -> None:
     """End the request's session (200); later requests for it get 404."""
     if http.stateless:
         await fail(send, 405, "Method not allowed: this server is stateless",

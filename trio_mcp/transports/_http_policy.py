@@ -16,7 +16,8 @@ import attrs
 import trio
 
 from .._errors import INVALID_REQUEST
-from ..peer._jsonrpc import ErrorData, ErrorResponse, encode_message
+from ..peer import encode_for_wire
+from ..peer._messages import ErrorData, ErrorResponse
 from ._websocket import origin_allowed
 
 log = logging.getLogger("trio_mcp.transports")
@@ -74,7 +75,7 @@ async def fail(
     headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
     """Answer with an HTTP error whose body is a JSON-RPC error response."""
-    body = encode_message(ErrorResponse(request_id, ErrorData(code, message)))
+    body = encode_for_wire(ErrorResponse(request_id, ErrorData(code, message))) or b""
     await respond(send, status, body, [*_JSON, *headers])
 
 

@@ -38,8 +38,8 @@ import attrs
 import trio
 
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._types import SUPPORTED_PROTOCOL_VERSIONS
+from ..peer import App
+from ..peer._messages import SUPPORTED_PROTOCOL_VERSIONS
 from ._http_handlers import delete, get, post
 from ._http_policy import Authenticator, HttpPolicy, Receive, Scope, Send, fail, header, respond
 from ._http_session import HttpSession

@@ -30,20 +30,16 @@ import attrs
 import trio
 
 from .._errors import INVALID_REQUEST
-from ..peer._app import App
-from ..peer._bus import BusEnds, MessageBus, open_bus
-from ..peer._jsonrpc import (
+from ..peer import App, BusEnds, Message, MessageBus, Peer, Role, encode_for_wire, open_bus
+from ..peer._messages import (
+    LATEST_PROTOCOL_VERSION,
     ErrorData,
     ErrorResponse,
-    Message,
     Notification,
     Request,
     RequestId,
     Response,
-    encode_for_wire,
 )
-from ..peer._router import Peer, Role
-from ..peer._types import LATEST_PROTOCOL_VERSION
 from ._http_store import EventStore
 from ._sse import encode_comment, encode_event, encode_retry
 

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 
 import trio
 
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._bus import memory_bus_pair, run_memory_link
-from ..peer._router import Peer, Role, open_peer
+from ..peer import App, Peer, Role, memory_bus_pair, open_peer, run_memory_link
+
+
+class MemoryPair(NamedTuple):
+    """The two ends :func:`open_memory_pair` yields: ``pair.client`` and ``pair.server``.
+
+    It unpacks as ``client, server = pair`` (client first: the side that
+    calls), whatever order the apps were given in.
+    """
+
+    client: Peer
+    server: Peer
 
 
 @asynccontextmanager
@@ -19,11 +29,17 @@ async def open_memory_pair(
     client_app: App | None = None,
     *,
     client_context: str | None = None,
-) -> AsyncIterator[tuple[Peer, Peer]]:
-    """Run a server and a client peer joined in memory; yield ``(client, server)``.
+) -> AsyncIterator[MemoryPair]:
+    """Run a server and a client peer joined in memory; yield a :class:`MemoryPair`.
 
-    Messages cross as JSON exactly as on a real transport. The block starts
-    after the ``initialize`` handshake; leaving it closes both.
+    Use ``pair.client`` / ``pair.server``, or unpack it as
+    ``client, server = pair`` -- **client first** (the side you call from),
+    although the server's app is the first argument. Messages cross as JSON
+    exactly as on a real transport. The block starts after the
+    ``initialize`` handshake; leaving it closes both.
+
+    Cancellation: cancelling the block closes both peers; their pending
+    callers wake with :class:`~trio_mcp.ConnectionClosed`.
 
     Args:
         server_app: What the server side offers.
@@ -39,6 +55,6 @@ async def open_memory_pair(
             server = Peer(server_app, server_bus, Role.SERVER)
             await nursery.start(server.run)
             async with open_peer(client_app, client_bus, Role.CLIENT) as client:
-                yield client, server
+                yield MemoryPair(client, server)
             await server.aclose()
             nursery.cancel_scope.cancel()

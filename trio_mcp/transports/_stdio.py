@@ -26,11 +26,20 @@ import trio
 
 from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._bus import BusEnds, MessageBus, open_bus
-from ..peer._jsonrpc import Message, Undecodable, decode_message, encode_for_wire
-from ..peer._router import Peer, Role, open_peer
-from ..peer._types import Implementation
+from ..peer import (
+    App,
+    BusEnds,
+    Implementation,
+    Message,
+    MessageBus,
+    Peer,
+    Role,
+    Undecodable,
+    decode_message,
+    encode_for_wire,
+    open_bus,
+    open_peer,
+)
 from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
 
 log = logging.getLogger("trio_mcp.transports")

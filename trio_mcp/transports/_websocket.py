@@ -45,11 +45,20 @@ import trio_websocket
 
 from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
-from ..peer._app import App
-from ..peer._bus import BusEnds, MessageBus, open_bus
-from ..peer._jsonrpc import Incoming, Undecodable, decode_message, encode_for_wire
-from ..peer._router import Peer, Role, open_peer
-from ..peer._types import Implementation
+from ..peer import (
+    App,
+    BusEnds,
+    Implementation,
+    Incoming,
+    MessageBus,
+    Peer,
+    Role,
+    Undecodable,
+    decode_message,
+    encode_for_wire,
+    open_bus,
+    open_peer,
+)
 
 log = logging.getLogger("trio_mcp.transports")
 audit = logging.getLogger("trio_mcp.audit")

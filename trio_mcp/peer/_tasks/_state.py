@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from ._types import TaskStatus
+from .._messages import TaskStatus
 
 
 class TaskEvent(enum.Enum):

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import Any, TypeVar, final
 
-from .._errors import ConnectionClosed, LocalUsageError
-from ._convert import converter, to_wire
-from ._handle import TaskHandle
-from ._types import (
+from ..._errors import ConnectionClosed, LocalUsageError
+from .._messages import (
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
     ProgressParams,
     SamplingMessage,
+    converter,
     related_task_meta,
     task_capability,
+    to_wire,
 )
-
-if TYPE_CHECKING:
-    from ._registry import TaskActor
-    from ._router import Peer
+from .._tasks import TaskActor, TaskConnection, TaskHandle
+from ._base import PeerCore
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -45,7 +43,7 @@ class RequestContext:
 
     def __init__(
         self,
-        peer: Peer,
+        peer: PeerCore,
         request_id: str | int,
         meta: dict[str, Any] | None,
         task: TaskActor | None = None,
@@ -92,7 +90,9 @@ class RequestContext:
         if peer is not None:
             peer.notify_soon("notifications/progress", params)
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], Peer]:
+    async def _ask(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], TaskConnection]:
         if self._task is not None:
             return await self._task.ask(method, params)
         return await self.peer.request_raw(method, params), self.peer
@@ -120,6 +120,13 @@ class RequestContext:
         Raises:
             LocalUsageError: The client did not declare elicitation.
             RemoteError: The client answered with a JSON-RPC error.
+            ConnectionClosed: No connection to the requestor remained.
+
+        Cancellation: stops waiting for the answer. Outside a task the
+            request is withdrawn with ``notifications/cancelled``; inside a
+            task a question already delivered may still be answered, and the
+            answer is dropped. A task in ``input_required`` goes back to
+            ``working`` when its last open question ends.
         """
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.elicitation is None:
@@ -154,6 +161,9 @@ class RequestContext:
         Raises:
             LocalUsageError: The client did not declare sampling.
             RemoteError: The client answered with a JSON-RPC error.
+            ConnectionClosed: No connection to the requestor remained.
+
+        Cancellation: as for :meth:`elicit`.
         """
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.sampling is None:
@@ -180,12 +190,13 @@ class RequestContext:
             params["task"] = {} if ttl is None else {"ttl": ttl}
         raw, via = await self._ask(method, params)
         if use_task and isinstance(raw.get("task"), dict):
-            handle = via.handle_from_create_result(raw, result_type)
+            # The answer came over a connection of ours (a peer), maybe not
+            # the one the request arrived on: follow the task there.
+            conn = via if isinstance(via, PeerCore) else self.peer
+            handle = TaskHandle.from_create_result(conn, raw, result_type)
             log.debug("%s hosted by the client as task %s", method, handle.task_id)
             await handle.wait()
             return await handle.result()
         result: T = converter.structure(raw, result_type)
         return result
 
-
-__all__ = ["RequestContext", "TaskHandle"]

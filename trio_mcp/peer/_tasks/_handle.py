@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
+from typing import Any, Generic, TypeVar, final
 
 import attrs
 import trio
 
-from .._errors import ConnectionClosed, RemoteError, RemoteProtocolError, TrioMcpError
-from ._convert import converter
+from ..._errors import (
+    ConnectionClosed,
+    RemoteError,
+    RemoteProtocolError,
+    TaskCancelled,
+    TaskFailed,
+    TrioMcpError,
+)
+from .._messages import CreateTaskResult, Task, TaskStatus, converter
+from ._connection import RequestorConnection
 from ._state import TRANSITIONS
-from ._types import Task, TaskStatus
-
-if TYPE_CHECKING:
-    from ._router import Peer
 
 R = TypeVar("R")
 
@@ -41,13 +45,28 @@ class TaskHandle(Generic[R]):
             model-immediate-response text).
     """
 
-    peer: Peer
+    peer: RequestorConnection = attrs.field(repr=False)
     task: Task
     result_type: type[R]
     meta: dict[str, Any] | None = None
     progress_token: str | int | None = None
     _outcome: R | TrioMcpError | None = attrs.field(default=None, init=False)
     _collecting: bool = attrs.field(default=False, init=False)
+
+    @classmethod
+    def from_create_result(
+        cls, peer: RequestorConnection, raw: dict[str, Any], result_type: type[R]
+    ) -> TaskHandle[R]:
+        """Wrap a raw ``CreateTaskResult`` received on ``peer``.
+
+        Raises:
+            RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
+        """
+        try:
+            created = converter.structure(raw, CreateTaskResult)
+        except Exception as exc:
+            raise RemoteProtocolError("expected a CreateTaskResult") from exc
+        return cls(peer, created.task, result_type, meta=created.meta)
 
     @property
     def task_id(self) -> str:
@@ -72,7 +91,7 @@ class TaskHandle(Generic[R]):
             self._release()
 
     def _release(self) -> None:
-        self.peer._status_events.pop(self.task_id, None)
+        self.peer.task_waiters.discard(self.task_id)
         if self.progress_token is not None:
             self.peer.forget_progress(self.progress_token)
             self.progress_token = None
@@ -82,9 +101,14 @@ class TaskHandle(Generic[R]):
 
         Raises:
             RemoteError: -32602 when the task is unknown (e.g. expired).
+            RemoteProtocolError: The receiver answered about another task,
+                or moved a terminal task.
             ConnectionClosed: The connection closed.
+
+        Cancellation: sends ``notifications/cancelled`` for the ``tasks/get``;
+            the task itself is unaffected.
         """
-        task = await self.peer.get_task(self.task_id)
+        task = await self.peer.request("tasks/get", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task
 
@@ -99,7 +123,10 @@ class TaskHandle(Generic[R]):
             self._outcome = exc
 
     async def _fetch_result(self) -> R:
-        raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
+        try:
+            raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
+        except RemoteError as exc:
+            raise await self._typed_error(exc) from None
         if self.result_type is dict:
             return raw  # type: ignore[return-value]
         try:
@@ -108,6 +135,20 @@ class TaskHandle(Generic[R]):
             raise RemoteProtocolError(
                 f"tasks/result for {self.task_id} does not fit {self.result_type.__name__}"
             ) from exc
+
+    async def _typed_error(self, exc: RemoteError) -> RemoteError:
+        """Tell a cancelled or failed task from other errors (one ``tasks/get`` if needed)."""
+        task = self.task
+        if not task.status.is_terminal:
+            try:
+                task = await self.status()
+            except TrioMcpError:
+                return exc
+        if task.status is TaskStatus.CANCELLED:
+            return TaskCancelled(exc.code, exc.message, exc.data, task=task)
+        if task.status is TaskStatus.FAILED:
+            return TaskFailed(exc.code, exc.message, exc.data, task=task)
+        return exc
 
     async def __aiter__(self) -> AsyncIterator[Task]:
         """Yield each new snapshot until the task is terminal.
@@ -122,7 +163,7 @@ class TaskHandle(Generic[R]):
         last: tuple[TaskStatus, str | None] | None = None
         try:
             while True:
-                changed = self.peer._status_event(self.task_id)
+                changed = self.peer.task_waiters.event(self.task_id)
                 task = await self.status()
                 if (task.status, task.status_message) != last:
                     last = (task.status, task.status_message)
@@ -139,9 +180,7 @@ class TaskHandle(Generic[R]):
         finally:
             # Stopped early (an error such as an expired task, or the caller
             # gave up): drop the wake-up event unless another follower waits.
-            event = self.peer._status_events.get(self.task_id)
-            if event is not None and not event.statistics().tasks_waiting:
-                del self.peer._status_events[self.task_id]
+            self.peer.task_waiters.discard_if_unwaited(self.task_id)
 
     async def wait(self) -> Task:
         """Follow the task until it is terminal and return its final snapshot.
@@ -160,11 +199,24 @@ class TaskHandle(Generic[R]):
         send this peer the task's side-channel requests (elicitation,
         sampling), which the registered handlers answer.
 
+        Outcomes, by the task's final status:
+
+        * ``completed``: the result, typed as ``R`` (e.g. ``CallToolResult``);
+        * ``failed`` with a result (a tool that reported failure): that
+          result, with ``is_error`` set;
+        * ``failed`` with a JSON-RPC error: raises :class:`~trio_mcp.TaskFailed`;
+        * ``cancelled``: raises :class:`~trio_mcp.TaskCancelled`.
+
         Raises:
-            RemoteError: The underlying request's JSON-RPC error (also for a
-                cancelled task), or -32602 for an unknown or expired task.
+            TaskCancelled: The task was cancelled (it has no result).
+            TaskFailed: The underlying request failed with a JSON-RPC error.
+            RemoteError: -32602 for an unknown or expired task.
             RemoteProtocolError: The payload does not fit the result type.
-            ConnectionClosed: The connection closed first.
+            ConnectionClosed: The connection closed first (the handle may
+                fetch again).
+
+        Cancellation: stops waiting (``notifications/cancelled`` is sent for
+            the ``tasks/result``); the task itself is unaffected.
         """
         if self._outcome is None:
             await self._collect()
@@ -183,8 +235,12 @@ class TaskHandle(Generic[R]):
 
         Raises:
             RemoteError: -32602 when it is unknown or already terminal.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: the cancel may or may not have reached the receiver;
+            :meth:`status` tells.
         """
-        task = await self.peer.cancel_task(self.task_id)
+        task = await self.peer.request("tasks/cancel", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task
 

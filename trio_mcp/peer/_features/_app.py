@@ -9,13 +9,11 @@ connect (as an MCP client); the role of each connection only decides who sends
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import Any, TypeVar, overload
 
 import attrs
 
-from ._registry import TaskLimits, TaskRegistry, TaskStore
-from ._tools import ToolFunction, ToolSpec, make_tool_spec
-from ._types import (
+from .._messages import (
     ClientCapabilities,
     CreateMessageParams,
     CreateMessageResult,
@@ -23,17 +21,18 @@ from ._types import (
     ElicitResult,
     Implementation,
     ServerCapabilities,
+    converter,
 )
-
-if TYPE_CHECKING:
-    from ._context import RequestContext
+from .._tasks import TaskLimits, TaskRegistry, TaskStore
+from ._catalog import declared_client_capabilities, declared_server_capabilities
+from ._context import RequestContext
+from ._toolspec import ToolFunction, ToolSpec, make_tool_spec
 
 F = TypeVar("F", bound=ToolFunction)
-SamplingHandler = Callable[["RequestContext", CreateMessageParams], Awaitable[CreateMessageResult]]
-ElicitationHandler = Callable[["RequestContext", ElicitParams], Awaitable[ElicitResult]]
+SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
+ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitResult]]
 
 
-@final
 @attrs.define(eq=False)
 class App:
     """What this side of MCP offers: tools, client-side handlers, and tasks.
@@ -45,7 +44,9 @@ class App:
         limits: Task limits (TTL bounds, caps, page size, poll interval).
         host_tasks: Declare and accept task-augmented requests for the
             request types this App can answer (default True).
-        store: Where task records live; in memory by default.
+        store: Where task records live: a :class:`TaskStore` or a URL
+            (``"sqlite:///tasks.db"``: durable across restarts); in memory
+            by default.
 
     Example::
 
@@ -62,7 +63,7 @@ class App:
     instructions: str | None = None
     limits: TaskLimits = attrs.field(factory=TaskLimits)
     host_tasks: bool = True
-    store: TaskStore | None = None
+    store: TaskStore | str | None = None
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)
@@ -77,6 +78,10 @@ class App:
         """This side's ``Implementation`` object."""
         return Implementation(self.name, self.version)
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -88,16 +93,38 @@ class App:
         annotations: dict[str, Any] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
-    ) -> Callable[[F], F]:
-        """Register an async function as a tool.
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+        task_support: str = "forbidden",
+        immediate_response: str | None = None,
+    ) -> Callable[[F], F] | F:
+        """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
+
+        The function may be ``async def``, or plain ``def`` (run in a worker
+        thread). Parameters are described by JSON Schemas derived from their
+        type hints and from the docstring's ``Args:`` section, and arguments
+        arrive structured into those types (see :mod:`._toolspec` for what a
+        sync tool does when cancelled).
 
         Args:
-            name: Tool name; the function's name by default.
+            name: Tool name; the function's name by default. (Used bare,
+                ``@app.tool`` receives the function here and registers it
+                with the defaults.)
             title: Display title.
             description: Description; the function's docstring by default.
             input_schema: JSON Schema of the arguments; derived from the
                 signature when omitted.
-            output_schema: JSON Schema of ``structuredContent``.
+            output_schema: JSON Schema of ``structuredContent``; derived from
+                a structured return annotation when omitted.
             annotations: Tool annotations (hints) as a JSON object.
             task_support: ``"forbidden"`` (default), ``"optional"`` or
                 ``"required"``: listed as ``execution.taskSupport``.
@@ -106,19 +133,23 @@ class App:
                 when the tool is called as a task.
 
         Returns:
-            A decorator that registers the function and returns it unchanged.
+            A decorator that registers the function and returns it unchanged
+            (or, used bare, the function itself, registered).
 
         Raises:
-            TypeError: The function is not ``async``.
+            TypeError: Not a function, or an async generator function.
             ValueError: Bad ``task_support``, or the name is taken.
         """
-        from ._context import RequestContext
+        if callable(name):
+            fn, name = name, None
+            return self.tool()(fn)
+        tool_name = name
 
         def register(fn: F) -> F:
             spec = make_tool_spec(
                 fn,
                 context_type=RequestContext,
-                name=name,
+                name=tool_name,
                 title=title,
                 description=description,
                 input_schema=input_schema,
@@ -138,21 +169,45 @@ class App:
         """The model-immediate-response text registered for ``tool_name``."""
         return self._immediate.get(tool_name)
 
-    def on_sampling(self, handler: SamplingHandler) -> SamplingHandler:
+    @overload
+    def on_sampling(self, handler: SamplingHandler, /) -> SamplingHandler: ...
+
+    @overload
+    def on_sampling(self) -> Callable[[SamplingHandler], SamplingHandler]: ...
+
+    def on_sampling(
+        self, handler: SamplingHandler | None = None
+    ) -> SamplingHandler | Callable[[SamplingHandler], SamplingHandler]:
         """Register the handler that answers ``sampling/createMessage``.
+
+        Use it bare (``@app.on_sampling``) or called (``@app.on_sampling()``).
 
         The client then declares the ``sampling`` capability (and, with
         ``host_tasks``, ``tasks.requests.sampling.createMessage``).
         """
+        if handler is None:
+            return self.on_sampling
         self.sampling_handler = handler
         return handler
 
-    def on_elicitation(self, handler: ElicitationHandler) -> ElicitationHandler:
+    @overload
+    def on_elicitation(self, handler: ElicitationHandler, /) -> ElicitationHandler: ...
+
+    @overload
+    def on_elicitation(self) -> Callable[[ElicitationHandler], ElicitationHandler]: ...
+
+    def on_elicitation(
+        self, handler: ElicitationHandler | None = None
+    ) -> ElicitationHandler | Callable[[ElicitationHandler], ElicitationHandler]:
         """Register the handler that answers ``elicitation/create`` (form mode).
+
+        Use it bare (``@app.on_elicitation``) or called (``@app.on_elicitation()``).
 
         The client then declares ``elicitation: {form: {}}`` (and, with
         ``host_tasks``, ``tasks.requests.elicitation.create``).
         """
+        if handler is None:
+            return self.on_elicitation
         self.elicitation_handler = handler
         return handler
 
@@ -161,24 +216,9 @@ class App:
         return any(s.tool.task_support != "forbidden" for s in self.tools.values())
 
     def server_capabilities(self) -> ServerCapabilities:
-        """The capabilities this App declares when it is the server."""
-        tasks: dict[str, Any] | None = None
-        if self.host_tasks and self.task_tools():
-            tasks = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        return ServerCapabilities(tools={"listChanged": False} if self.tools else None, tasks=tasks)
+        """The capabilities this App declares when it is the server (from its features)."""
+        return converter.structure(declared_server_capabilities(self), ServerCapabilities)
 
     def client_capabilities(self) -> ClientCapabilities:
-        """The capabilities this App declares when it is the client."""
-        requests: dict[str, Any] = {}
-        if self.sampling_handler is not None:
-            requests["sampling"] = {"createMessage": {}}
-        if self.elicitation_handler is not None:
-            requests["elicitation"] = {"create": {}}
-        tasks = None
-        if self.host_tasks and requests:
-            tasks = {"list": {}, "cancel": {}, "requests": requests}
-        return ClientCapabilities(
-            sampling={} if self.sampling_handler is not None else None,
-            elicitation={"form": {}} if self.elicitation_handler is not None else None,
-            tasks=tasks,
-        )
+        """The capabilities this App declares when it is the client (from its features)."""
+        return converter.structure(declared_client_capabilities(self), ClientCapabilities)

@@ -19,7 +19,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from .._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from ..._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 
 # The optional ``fast`` extra; imported by name so type checking does not
 # depend on whether it is installed.
@@ -128,6 +128,11 @@ class Request:
     id: str | int
     method: str
     params: dict[str, Any] | None = None
+    #: Not on the wire: the id of the incoming request this one was sent
+    #: while handling, so a transport with several streams can route it.
+    related_request_id: str | int | None = attrs.field(
+        default=None, kw_only=True, eq=False, repr=False
+    )
 
 
 @attrs.frozen
@@ -136,6 +141,10 @@ class Notification:
 
     method: str
     params: dict[str, Any] | None = None
+    #: Not on the wire: as for :attr:`Request.related_request_id`.
+    related_request_id: str | int | None = attrs.field(
+        default=None, kw_only=True, eq=False, repr=False
+    )
 
 
 @attrs.frozen

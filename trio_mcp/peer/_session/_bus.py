@@ -15,7 +15,7 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ._jsonrpc import Incoming, Message, decode_message, encode_for_wire
+from .._messages import Incoming, Message, decode_message, encode_for_wire
 
 log = logging.getLogger("trio_mcp.transports")
 

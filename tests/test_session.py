@@ -1,0 +1,337 @@
+"""The JSON-RPC session alone: no MCP feature, no transport, only memory channels.
+
+Like h11's ``Connection`` tests: the test plays the other side by writing
+envelopes into the bus's transport end and reading what the session writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from trio_mcp import ConnectionClosed, McpError, RemoteError, RemoteProtocolError
+from trio_mcp.peer._messages import (
+    ErrorData,
+    ErrorResponse,
+    Notification,
+    ProgressParams,
+    Request,
+    Response,
+    Undecodable,
+)
+from trio_mcp.peer._session import BusEnds, Reply, Session, current_request_id, open_bus
+
+
+@asynccontextmanager
+async def running_session(**kwargs: Any) -> AsyncIterator[tuple[Session, BusEnds]]:
+    bus, ends = open_bus()
+    session = Session(bus, **kwargs)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        try:
+            yield session, ends
+        finally:
+            session.close()
+
+
+async def _next(ends: BusEnds) -> Any:
+    with trio.fail_after(5):
+        return await ends.from_peer.receive()
+
+
+async def test_session_unknown_method_is_method_not_found() -> None:
+    async with running_session() as (_, ends):
+        await ends.to_peer.send(Request(1, "nothing/here"))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse)
+        assert (reply.id, reply.error.code) == (1, -32601)
+
+
+async def test_session_handler_result_becomes_the_response() -> None:
+    async def echo(req: Request) -> dict[str, Any]:
+        return {"echo": req.params}
+
+    async with running_session(request_handlers={"echo": echo}) as (_, ends):
+        await ends.to_peer.send(Request("a", "echo", {"x": 1}))
+        assert await _next(ends) == Response("a", {"echo": {"x": 1}})
+
+
+async def test_session_attrs_result_is_converted_to_wire_json() -> None:
+    async def progress(req: Request) -> ProgressParams:
+        return ProgressParams("tok", 0.5, total=1.0)
+
+    async with running_session(request_handlers={"p": progress}) as (_, ends):
+        await ends.to_peer.send(Request(1, "p"))
+        reply = await _next(ends)
+        assert reply.result == {"progressToken": "tok", "progress": 0.5, "total": 1.0}
+
+
+async def test_session_mcp_error_is_answered_with_its_code_and_data() -> None:
+    async def refuse(req: Request) -> None:
+        raise McpError(-32002, "Resource not found", {"uri": "x://y"})
+
+    async with running_session(request_handlers={"r": refuse}) as (_, ends):
+        await ends.to_peer.send(Request(7, "r"))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse)
+        assert (reply.error.code, reply.error.message, reply.error.data) == (
+            -32002,
+            "Resource not found",
+            {"uri": "x://y"},
+        )
+
+
+async def test_session_handler_crash_is_internal_error_without_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def crash(req: Request) -> None:
+        raise RuntimeError("secret detail /etc/passwd")
+
+    async with running_session(request_handlers={"c": crash}) as (_, ends):
+        await ends.to_peer.send(Request(1, "c"))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse)
+        assert reply.error.code == -32603
+        assert "secret" not in reply.error.message and reply.error.data is None
+
+
+async def test_session_cancelled_request_is_never_answered() -> None:
+    started = trio.Event()
+    stopped = trio.Event()
+
+    async def slow(req: Request) -> dict[str, Any]:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            stopped.set()
+        raise AssertionError("unreachable")
+
+    async def fast(req: Request) -> dict[str, Any]:
+        return {}
+
+    async with running_session(request_handlers={"slow": slow, "fast": fast}) as (_, ends):
+        await ends.to_peer.send(Request(1, "slow"))
+        await started.wait()
+        await ends.to_peer.send(Notification("notifications/cancelled", {"requestId": 1}))
+        await stopped.wait()
+        await ends.to_peer.send(Request(2, "fast"))
+        # The next thing on the wire answers request 2: request 1 got nothing.
+        assert await _next(ends) == Response(2, {})
+
+
+async def test_session_uncancellable_request_ignores_cancellation() -> None:
+    release = trio.Event()
+
+    async def guarded(req: Request) -> dict[str, Any]:
+        session.uncancellable.add(req.id)
+        await release.wait()
+        return {"done": True}
+
+    async with running_session(request_handlers={"g": guarded}) as (session, ends):
+        await ends.to_peer.send(Request(1, "g"))
+        await trio.testing.wait_all_tasks_blocked()
+        await ends.to_peer.send(Notification("notifications/cancelled", {"requestId": 1}))
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+        assert await _next(ends) == Response(1, {"done": True})
+
+
+async def test_session_duplicate_inflight_id_is_invalid_request() -> None:
+    async def hang(req: Request) -> None:
+        await trio.sleep_forever()
+
+    async with running_session(request_handlers={"h": hang}) as (_, ends):
+        await ends.to_peer.send(Request(1, "h"))
+        await ends.to_peer.send(Request(1, "h"))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse) and reply.error.code == -32600
+
+
+async def test_session_admission_hook_refuses_before_the_handler_runs() -> None:
+    ran: list[str] = []
+
+    async def handler(req: Request) -> dict[str, Any]:
+        ran.append(req.method)
+        return {}
+
+    def admit(req: Request) -> ErrorData | None:
+        return None if req.method == "open" else ErrorData(-32600, "not yet")
+
+    handlers = {"open": handler, "closed": handler}
+    async with running_session(request_handlers=handlers, admit=admit) as (_, ends):
+        await ends.to_peer.send(Request(1, "closed"))
+        refused = await _next(ends)
+        assert isinstance(refused, ErrorResponse) and refused.error.message == "not yet"
+        await ends.to_peer.send(Request(2, "open"))
+        assert await _next(ends) == Response(2, {})
+    assert ran == ["open"]
+
+
+async def test_session_undecodable_input_is_answered() -> None:
+    async with running_session() as (_, ends):
+        await ends.to_peer.send(Undecodable(-32700, "Parse error", None))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse) and reply.error.code == -32700
+
+
+async def test_session_notification_dispatch_through_the_table() -> None:
+    seen: list[Any] = []
+    handlers = {"notifications/x": lambda note: seen.append(note.params)}
+    async with running_session(notification_handlers=handlers) as (_, ends):
+        await ends.to_peer.send(Notification("notifications/x", {"a": 1}))
+        await ends.to_peer.send(Notification("notifications/unknown"))
+        await trio.testing.wait_all_tasks_blocked()
+    assert seen == [{"a": 1}]
+
+
+async def test_session_request_typed_by_the_recorded_result_type() -> None:
+    async with running_session() as (session, ends):
+        async with trio.open_nursery() as nursery:
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await session.request("p", None, ProgressParams))
+
+            nursery.start_soon(call)
+            sent = await _next(ends)
+            assert isinstance(sent, Request) and sent.method == "p"
+            await ends.to_peer.send(Response(sent.id, {"progressToken": 3, "progress": 1}))
+        assert results == [ProgressParams(3, 1)]
+
+
+async def test_session_result_not_fitting_the_type_is_a_protocol_error() -> None:
+    async with running_session() as (session, ends):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                sent = await _next(ends)
+                await ends.to_peer.send(Response(sent.id, {"progress": "nope"}))
+
+            nursery.start_soon(answer)
+            with pytest.raises(RemoteProtocolError):
+                await session.request("p", None, ProgressParams)
+
+
+async def test_session_error_answer_raises_remote_error() -> None:
+    async with running_session() as (session, ends):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                sent = await _next(ends)
+                await ends.to_peer.send(ErrorResponse(sent.id, ErrorData(-32602, "bad")))
+
+            nursery.start_soon(answer)
+            with pytest.raises(RemoteError) as info:
+                await session.request_raw("m")
+        assert info.value.code == -32602
+
+
+async def test_session_every_waiter_wakes_with_connection_closed() -> None:
+    async with running_session() as (session, ends):
+        failures: list[BaseException] = []
+
+        async def call(n: int) -> None:
+            try:
+                await session.request_raw(f"m{n}")
+            except ConnectionClosed as exc:
+                failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for n in range(3):
+                nursery.start_soon(call, n)
+            for _ in range(3):
+                await _next(ends)
+            await ends.to_peer.aclose()  # the other side goes away
+        assert len(failures) == 3
+        with pytest.raises(ConnectionClosed):
+            await session.request_raw("later")
+
+
+async def test_session_cancelled_caller_sends_notifications_cancelled() -> None:
+    async with running_session() as (session, ends):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.request_raw, "slow")
+            sent = await _next(ends)
+            nursery.cancel_scope.cancel()
+        cancelled = await _next(ends)
+        assert isinstance(sent, Request)
+        assert cancelled.method == "notifications/cancelled"
+        assert cancelled.params["requestId"] == sent.id
+
+
+async def test_session_progress_reaches_sync_and_async_callbacks() -> None:
+    seen: list[tuple[str, float]] = []
+
+    def sync_cb(params: ProgressParams) -> None:
+        seen.append(("sync", params.progress))
+
+    async def async_cb(params: ProgressParams) -> None:
+        await trio.lowlevel.checkpoint()
+        seen.append(("async", params.progress))
+
+    async with running_session() as (session, ends):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                for _ in range(2):
+                    sent = await _next(ends)
+                    token = sent.params["_meta"]["progressToken"]
+                    await ends.to_peer.send(
+                        Notification(
+                            "notifications/progress", {"progressToken": token, "progress": 0.5}
+                        )
+                    )
+                    await trio.testing.wait_all_tasks_blocked()
+                    await ends.to_peer.send(Response(sent.id, {}))
+
+            nursery.start_soon(answer)
+            await session.request_raw("a", progress=sync_cb)
+            await session.request_raw("b", progress=async_cb)
+    assert seen == [("sync", 0.5), ("async", 0.5)]
+
+
+async def test_session_messages_sent_by_a_handler_carry_its_request_id() -> None:
+    async def chatty(req: Request) -> Reply:
+        session.notify_soon("notifications/note", {"n": 1})
+        assert current_request_id.get() == req.id
+        return Reply({}, lambda: None)
+
+    async with running_session(request_handlers={"c": chatty}) as (session, ends):
+        await ends.to_peer.send(Request("r1", "c"))
+        note = await _next(ends)
+        reply = await _next(ends)
+        assert note.method == "notifications/note" and note.related_request_id == "r1"
+        assert reply == Response("r1", {})
+        session.notify_soon("notifications/free")
+        free = await _next(ends)
+        assert free.related_request_id is None
+
+
+async def test_session_gate_holds_requests_until_set(autojump_clock: trio.abc.Clock) -> None:
+    gate = trio.Event()
+    async with running_session(gate=gate, gate_exempt=frozenset({"hello"})) as (session, ends):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.request_raw, "later")
+            nursery.start_soon(session.request_raw, "hello")
+            first = await _next(ends)
+            assert first.method == "hello"
+            with trio.move_on_after(60):
+                await ends.from_peer.receive()
+                raise AssertionError("the gated request went out early")
+            gate.set()
+            second = await _next(ends)
+            assert second.method == "later"
+            await ends.to_peer.send(Response(first.id, {}))
+            await ends.to_peer.send(Response(second.id, {}))
+
+
+def test_session_related_request_id_is_not_part_of_equality() -> None:
+    a = Request(1, "m", None, related_request_id=5)
+    assert a == Request(1, "m", None) and attrs.evolve(a).related_request_id == 5

@@ -1,0 +1,71 @@
+"""``App.run()``: serve an App from a script in one line.
+
+The App class of the features layer knows no transport (transports sit above
+it); this module, above the transports, adds :meth:`App.run` to it. The
+public ``trio_mcp.App`` is this class.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from typing import Any, Literal, final
+
+import attrs
+import trio
+
+from .peer import App as _BaseApp
+from .transports._stdio import serve_stdio
+from .transports._websocket import serve_websocket
+
+Transport = Literal["stdio", "ws"]
+
+
+@final
+@attrs.define(eq=False)
+class App(_BaseApp):
+    __doc__ = _BaseApp.__doc__
+
+    def run(
+        self,
+        transport: Transport = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        **options: Any,
+    ) -> None:
+        """Serve this App until stdin closes (stdio) or Ctrl-C, then return.
+
+        Starts its own Trio run (``trio.run``): call it from a script, not
+        from inside Trio (there, use :func:`trio_mcp.serve_stdio` or
+        :func:`trio_mcp.serve_websocket` in a nursery).
+
+        Args:
+            transport: ``"stdio"`` (default: MCP over this process's
+                stdin/stdout) or ``"ws"`` (WebSocket on ``host:port``; the
+                URL is printed on stderr).
+            host: Address to bind (``ws``); loopback by default.
+            port: Port to bind (``ws``); 0 picks a free one.
+            **options: Passed to :func:`trio_mcp.serve_stdio` /
+                :func:`trio_mcp.serve_websocket` (e.g. ``tokens=``).
+
+        Raises:
+            ValueError: An unknown transport.
+            RuntimeError: Called inside a running Trio program.
+        """
+        if transport == "stdio":
+            main = partial(serve_stdio, self, **options)
+        elif transport == "ws":
+            main = partial(_serve_ws, self, host, port, options)
+        else:
+            raise ValueError(f"transport must be 'stdio' or 'ws', not {transport!r}")
+        try:
+            trio.run(main)
+        except KeyboardInterrupt:
+            return
+
+
+async def _serve_ws(app: _BaseApp, host: str, port: int, options: dict[str, Any]) -> None:
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(serve_websocket, app, host, port, **options))
+        print(f"serving on {address.url}", file=sys.stderr, flush=True)

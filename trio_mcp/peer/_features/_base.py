@@ -1,0 +1,298 @@
+"""What every MCP feature builds on: :class:`PeerCore` and the :class:`AppView` it serves.
+
+A feature is a mixin class deriving from :class:`PeerCore`: its
+``_install_*`` method (called once per connection) puts its request and
+notification handlers into the JSON-RPC session's tables, its
+``server_capabilities`` / ``client_capabilities`` class methods add what it
+declares, and its public methods are the requestor API (``call_tool``...).
+:class:`trio_mcp.Peer` is the sum of the features (``_peer.py``).
+
+Features never import the :class:`~trio_mcp.App` class or the ``Peer``
+class (that would be an import cycle): they see the app through
+:class:`AppView`, the part of an App that features read.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
+
+import trio
+
+from .._messages import ClientCapabilities, Implementation, ServerCapabilities
+from .._session import MessageBus, ProgressCallback, Session
+from .._tasks import StatusWaiters, TaskRegistry
+
+T = TypeVar("T")
+
+#: Distinguishes this process's connections from an earlier one's: a task of
+#: an anonymous connection, kept by a durable store, can never be reached by a
+#: new connection that happens to get the same number after a restart.
+_INSTANCE: Final = secrets.token_hex(4)
+
+
+class Role(enum.Enum):
+    """Which side of the MCP lifecycle a connection plays."""
+
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class AppView(Protocol):
+    """What the features read from an application (:class:`trio_mcp.App` is one)."""
+
+    @property
+    def info(self) -> Implementation:
+        """This side's ``Implementation``."""
+        ...
+
+    @property
+    def instructions(self) -> str | None:
+        """Server instructions for ``initialize``."""
+        ...
+
+    @property
+    def registry(self) -> TaskRegistry:
+        """The tasks this side hosts."""
+        ...
+
+    @property
+    def host_tasks(self) -> bool:
+        """Whether task-augmented requests are declared and accepted."""
+        ...
+
+    @property
+    def tools(self) -> Mapping[str, Any]:
+        """Registered tools by name (:class:`~._toolspec.ToolSpec` values)."""
+        ...
+
+    @property
+    def sampling_handler(self) -> Callable[..., Awaitable[Any]] | None:
+        """The ``sampling/createMessage`` handler, if any."""
+        ...
+
+    @property
+    def elicitation_handler(self) -> Callable[..., Awaitable[Any]] | None:
+        """The ``elicitation/create`` handler, if any."""
+        ...
+
+    def immediate_response(self, tool_name: str) -> str | None:
+        """The model-immediate-response text of a tool, if any."""
+        ...
+
+    def server_capabilities(self) -> ServerCapabilities:
+        """The capabilities declared as a server."""
+        ...
+
+    def client_capabilities(self) -> ClientCapabilities:
+        """The capabilities declared as a client."""
+        ...
+
+
+class PeerCore:
+    """One MCP connection's shared state and its JSON-RPC plumbing.
+
+    Attributes:
+        app: What this side offers.
+        bus: The transport's channels.
+        role: CLIENT or SERVER.
+        session: The JSON-RPC session over :attr:`bus`.
+        remote_info: The other side's ``Implementation`` after the handshake.
+        remote_capabilities: The other side's capabilities after the handshake.
+        protocol_version: The negotiated protocol version.
+        instructions: The server's instructions (client role), if it sent any.
+        task_waiters: Wake-ups for followed tasks (``notifications/tasks/status``).
+    """
+
+    def __init__(
+        self,
+        app: AppView,
+        bus: MessageBus,
+        role: Role,
+        *,
+        client_info: Implementation | None = None,
+    ) -> None:
+        self.app = app
+        self.bus = bus
+        self.role = role
+        self.client_info = client_info
+        self.session = Session(bus)
+        self.remote_info: Implementation | None = None
+        self.remote_capabilities: ClientCapabilities | ServerCapabilities | None = None
+        self.protocol_version: str | None = None
+        self.instructions: str | None = None
+        self.task_waiters = StatusWaiters()
+        self.session.on_close.append(self.task_waiters.close)
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        remote = self.remote_info.name if self.remote_info is not None else "?"
+        return (
+            f"<{type(self).__name__} {self.role.value} #{self.connection_id} "
+            f"{state}, remote={remote!r}>"
+        )
+
+    # --- identity ---------------------------------------------------------------------
+
+    @property
+    def connection_id(self) -> int:
+        """A process-unique number of this connection."""
+        return self.session.connection_id
+
+    @property
+    def context(self) -> str:
+        """The requestor context tasks from this connection are bound to.
+
+        The authenticated identity when the transport has one, else this
+        connection alone.
+        """
+        if self.bus.context is not None:
+            return f"identity:{self.bus.context}"
+        return f"connection:{_INSTANCE}:{self.session.connection_id}"
+
+    @property
+    def is_open(self) -> bool:
+        """False once the connection has closed."""
+        return self.session.is_open
+
+    @property
+    def local_capabilities(self) -> ClientCapabilities | ServerCapabilities:
+        """The capabilities this side declares in its role."""
+        if self.role is Role.SERVER:
+            return self.app.server_capabilities()
+        return self.app.client_capabilities()
+
+    @property
+    def remote_client_capabilities(self) -> ClientCapabilities | None:
+        """The client's capabilities, when this side is the server."""
+        caps = self.remote_capabilities
+        return caps if isinstance(caps, ClientCapabilities) else None
+
+    @property
+    def remote_server_capabilities(self) -> ServerCapabilities | None:
+        """The server's capabilities, when this side is the client."""
+        caps = self.remote_capabilities
+        return caps if isinstance(caps, ServerCapabilities) else None
+
+    # --- plumbing (delegated to the session) ---------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the connection: stop serving and wake every waiter.
+
+        Cancellation: closing is immediate and cannot be interrupted.
+        """
+        self.session.close()
+        await trio.lowlevel.checkpoint()
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in this connection's nursery; it is cancelled at close.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+        """
+        self.session.start_soon(fn, *args)
+
+    def notify_soon(self, method: str, params: Any = None) -> None:
+        """Queue a notification without waiting (ordered with other queued ones).
+
+        Status and progress notifications are optional in MCP; if this
+        connection's reader is very slow, newer ones are dropped with a warning.
+        """
+        self.session.notify_soon(method, params)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification, waiting for room on the bus.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+
+        Cancellation: the notification may or may not have been sent.
+        """
+        await self.session.notify(method, params)
+
+    def register_progress(self, callback: ProgressCallback) -> str:
+        """Register a progress callback (sync or async) and return its token."""
+        return self.session.pending.register_progress(callback)
+
+    def forget_progress(self, token: str | int) -> None:
+        """Stop delivering progress for ``token``."""
+        self.session.pending.forget_progress(token)
+
+    async def request_raw(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and return its raw result JSON.
+
+        Args:
+            method: The JSON-RPC method.
+            params: The params object (wire JSON).
+            progress: Called (sync or ``async``) with each
+                ``notifications/progress`` for it.
+
+        Raises:
+            RemoteError: The peer answered with an error.
+            RemoteProtocolError: The answer was malformed.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled`` for the request
+            (except ``initialize``) and forgets it; a late answer is dropped.
+        """
+        return await self.session.request_raw(method, params, progress=progress)
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        result_type: type[T],
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> T:
+        """Send a request and return its result structured as ``result_type``.
+
+        Args:
+            method: The JSON-RPC method.
+            params: An MCP attrs object, a dict, or ``None``.
+            result_type: The result class the answer is typed by (``dict``
+                for raw JSON).
+            progress: Called with each progress notification.
+
+        Raises:
+            RemoteError: The peer answered with an error.
+            RemoteProtocolError: The answer does not fit ``result_type``.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: as for :meth:`request_raw`.
+        """
+        return await self.session.request(method, params, result_type, progress=progress)
+
+    # --- what a feature overrides -------------------------------------------------------
+
+    def install(self) -> None:
+        """Put this feature's handlers into the session's tables (once per connection)."""
+
+    @classmethod
+    def declare_server(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The capabilities this feature adds as a server (``declared``: so far)."""
+        return {}
+
+    @classmethod
+    def declare_client(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The capabilities this feature adds as a client (``declared``: so far)."""
+        return {}
+
+
+def merge_capabilities(into: dict[str, Any], fragment: Mapping[str, Any]) -> None:
+    """Deep-merge one feature's capability ``fragment`` into ``into``."""
+    for key, value in fragment.items():
+        current = into.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            merge_capabilities(current, value)
+        else:
+            into[key] = value
+

@@ -1,0 +1,120 @@
+"""The lifecycle feature: ``initialize``, version negotiation, ``ping``.
+
+Before the handshake is over, a server refuses every request but
+``initialize`` and ``ping``, and neither side sends a request but those two
+(the session's gate). ``initialize`` cannot be cancelled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from ..._errors import INVALID_REQUEST, METHOD_NOT_FOUND, McpError, RemoteProtocolError
+from .._messages import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    ErrorData,
+    InitializeParams,
+    InitializeResult,
+    Notification,
+    Request,
+    from_wire,
+)
+from ._base import PeerCore, Role
+
+#: Requests either side may send before the handshake is over.
+_BEFORE_HANDSHAKE = frozenset({"initialize", "ping"})
+_NOT_INITIALIZED = ErrorData(INVALID_REQUEST, "Invalid request: the session is not initialized yet")
+
+
+class Lifecycle(PeerCore):
+    """``initialize`` / ``notifications/initialized`` / ``ping``, both roles."""
+
+    _initialize_id: str | int | None
+    _initialize_answered: bool
+
+    def install(self) -> None:
+        self._initialize_id = None
+        self._initialize_answered = False
+        session = self.session
+        session.gate = trio.Event()
+        session.gate_exempt = _BEFORE_HANDSHAKE
+        session.admit = self._admit
+        session.request_handlers["initialize"] = self._on_initialize
+        session.request_handlers["ping"] = self._on_ping
+        session.notification_handlers["notifications/initialized"] = self._on_initialized
+
+    def _admit(self, req: Request) -> ErrorData | None:
+        if req.method in _BEFORE_HANDSHAKE:
+            return None
+        if self.role is Role.SERVER:
+            return None if self._initialize_answered else _NOT_INITIALIZED
+        return None if self.protocol_version is not None else _NOT_INITIALIZED
+
+    async def _on_initialize(self, req: Request) -> InitializeResult:
+        if self.role is not Role.SERVER:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: initialize (this side is a client)")
+        if self._initialize_answered or self._initialize_id is not None:
+            raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
+        self._initialize_id = req.id
+        self.session.uncancellable.add(req.id)
+        params = from_wire(req.params or {}, InitializeParams)
+        requested = params.protocol_version
+        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        self.protocol_version = version
+        self.remote_info = params.client_info
+        self.remote_capabilities = params.capabilities
+        self._initialize_answered = True
+        return InitializeResult(
+            protocol_version=version,
+            capabilities=self.app.server_capabilities(),
+            server_info=self.app.info,
+            instructions=self.app.instructions,
+        )
+
+    async def _on_ping(self, req: Request) -> dict[str, Any]:
+        return {}
+
+    def _on_initialized(self, note: Notification) -> None:
+        if self.role is Role.SERVER and self._initialize_answered and self.session.gate is not None:
+            self.session.gate.set()
+
+    async def _handshake(self) -> None:
+        """Send ``initialize`` and ``notifications/initialized`` (client role).
+
+        Raises:
+            RemoteError, RemoteProtocolError, ConnectionClosed: The handshake failed.
+        """
+        params = InitializeParams(
+            protocol_version=LATEST_PROTOCOL_VERSION,
+            capabilities=self.app.client_capabilities(),
+            client_info=self.client_info or self.app.info,
+        )
+        result = await self.session.request(
+            "initialize", params, InitializeResult, cancellable=False
+        )
+        if result.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
+            await self.aclose()
+            raise RemoteProtocolError(
+                f"the server chose protocol version {result.protocol_version!r}, "
+                f"which this client does not support"
+            )
+        self.protocol_version = result.protocol_version
+        self.remote_info = result.server_info
+        self.remote_capabilities = result.capabilities
+        self.instructions = result.instructions
+        await self.session.send(Notification("notifications/initialized"))
+        if self.session.gate is not None:
+            self.session.gate.set()
+
+    async def ping(self) -> None:
+        """Send ``ping`` and wait for the answer.
+
+        Raises:
+            RemoteError, ConnectionClosed: As for :meth:`request`.
+
+        Cancellation: sends ``notifications/cancelled``; nothing else changes.
+        """
+        await self.session.request_raw("ping")

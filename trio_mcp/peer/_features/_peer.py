@@ -1,0 +1,116 @@
+"""``Peer``: one MCP connection, in either role, made of the features.
+
+The JSON-RPC mechanics live in the session (``peer._session``); each MCP
+feature is a mixin (``_lifecycle``, ``_tools``, ``_client``,
+``_task_receiver``, ``_task_requestor``) listed in ``_catalog.FEATURES``.
+This module only composes them and runs the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import final
+
+import trio
+
+from ..._util import unwrap_group
+from .._messages import Implementation
+from .._session import MessageBus
+from ._app import App
+from ._base import Role
+from ._catalog import FEATURES, install_features
+from ._client import ClientFeatures
+from ._lifecycle import Lifecycle
+from ._task_receiver import TaskReceiver
+from ._task_requestor import TaskRequestor
+from ._tools import Tools
+
+
+@final
+class Peer(Lifecycle, Tools, ClientFeatures, TaskReceiver, TaskRequestor):
+    """One MCP connection, in either role, requestor and receiver at once.
+
+    Create it with :func:`open_peer` (or a transport's ``open_*`` /
+    ``serve_*``). As a client it sends ``initialize``; as a server it answers
+    it. Either way it answers the other side's requests from its :class:`App`
+    and sends its own with the methods of its features.
+
+    Args:
+        app: What this side offers.
+        bus: The transport's channels.
+        role: CLIENT or SERVER.
+        client_info: The ``clientInfo`` to send instead of the App's (client role).
+    """
+
+    app: App
+
+    def __init__(
+        self,
+        app: App,
+        bus: MessageBus,
+        role: Role,
+        *,
+        client_info: Implementation | None = None,
+    ) -> None:
+        super().__init__(app, bus, role, client_info=client_info)
+        install_features(self)
+
+    async def run(self, *, task_status: trio.TaskStatus[Peer] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the connection until the bus closes or the caller cancels.
+
+        As a client, performs the ``initialize`` handshake before reporting
+        started. Runs the App's task registry if no one else runs it.
+
+        Raises:
+            RemoteError, ConnectionClosed, RemoteProtocolError: The
+                handshake failed (client role).
+
+        Cancellation: cancels every in-flight handler; pending callers wake
+            with :class:`ConnectionClosed`; tasks live on in the registry if
+            it is run by someone else.
+        """
+        registry = self.app.registry
+        async with registry.running():
+            registry.attach(self.context, self)
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self.session.run)
+                    if self.role is Role.CLIENT:
+                        await self._handshake()
+                    task_status.started(self)
+            finally:
+                registry.detach(self.context, self)
+                self.session.close()
+
+
+# Peer's bases are the catalogue: a feature missing from either is a bug.
+assert Peer.__mro__[1 : 1 + len(FEATURES)] == FEATURES, "Peer bases must be _catalog.FEATURES"
+
+
+@asynccontextmanager
+async def open_peer(
+    app: App,
+    bus: MessageBus,
+    role: Role,
+    *,
+    client_info: Implementation | None = None,
+) -> AsyncIterator[Peer]:
+    """Run a :class:`Peer` over ``bus`` for the duration of the block.
+
+    As a client, the block starts after the ``initialize`` handshake.
+    Leaving the block closes the connection.
+
+    Raises:
+        RemoteError, RemoteProtocolError, ConnectionClosed: The handshake
+            failed (client role).
+    """
+    peer = Peer(app, bus, role, client_info=client_info)
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(peer.run)
+            try:
+                yield peer
+            finally:
+                await peer.aclose()
+                nursery.cancel_scope.cancel()

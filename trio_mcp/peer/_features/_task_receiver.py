@@ -1,0 +1,129 @@
+"""The task receiver feature: task-augmented requests and ``tasks/get|result|list|cancel``.
+
+A feature whose request can run as a task (tools, sampling, elicitation)
+calls :func:`create_task` with the work to run; the registry starts an actor
+and the ``CreateTaskResult`` is answered at once. Every ``tasks/*`` request
+is checked against the requestor's context and rate limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ..._errors import METHOD_NOT_FOUND, McpError
+from .._messages import (
+    CreateTaskResult,
+    ListTasksResult,
+    PaginatedParams,
+    Request,
+    Task,
+    TaskIdParams,
+    TaskMetadata,
+    from_wire,
+    task_capability,
+    to_wire,
+)
+from .._session import Reply
+from .._tasks import TaskActor
+from ._base import AppView, PeerCore
+
+
+async def create_task(
+    peer: PeerCore,
+    req: Request,
+    task: TaskMetadata,
+    request_meta: dict[str, Any] | None,
+    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
+    result_meta: dict[str, Any] | None = None,
+) -> Reply:
+    """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
+
+    The work starts once the answer is on the wire (the reply's ``after_send``).
+
+    Raises:
+        McpError: -32000 when a cap or the rate limit is reached.
+    """
+    registry = peer.app.registry
+    registry.check_rate(peer.context)
+    token = (request_meta or {}).get("progressToken")
+    actor = await registry.create(
+        peer.context,
+        req.method,
+        work,
+        requested_ttl=task.ttl,
+        origin=peer,
+        progress_token=token if isinstance(token, str | int) else None,
+    )
+    result = CreateTaskResult(actor.record.snapshot(), meta=result_meta)
+    return Reply(to_wire(result), actor.announced.set)
+
+
+def hosts(peer: PeerCore, method: str) -> bool:
+    """True when this side declared task augmentation for ``method``."""
+    return task_capability(peer.local_capabilities, method)
+
+
+class TaskReceiver(PeerCore):
+    """Answers ``tasks/*`` for the tasks this side hosts."""
+
+    def install(self) -> None:
+        self.session.request_handlers.update(
+            {
+                "tasks/get": self._on_tasks_get,
+                "tasks/result": self._on_tasks_result,
+                "tasks/list": self._on_tasks_list,
+                "tasks/cancel": self._on_tasks_cancel,
+            }
+        )
+
+    @classmethod
+    def _declare(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
+        tasks = declared.get("tasks")
+        if isinstance(tasks, dict) and tasks.get("requests"):
+            return {"tasks": {"list": {}, "cancel": {}}}
+        return {}
+
+    declare_server = _declare
+    declare_client = _declare
+
+    def _require_tasks(self, feature: str | None = None) -> None:
+        tasks = self.local_capabilities.tasks
+        if tasks is None or (feature is not None and feature not in tasks):
+            raise McpError(METHOD_NOT_FOUND, "Method not found: this side does not host tasks")
+
+    def _task_id_param(self, req: Request) -> str:
+        # The taskId param is the source of truth; related-task _meta is ignored.
+        return from_wire(req.params or {}, TaskIdParams).task_id
+
+    async def _on_tasks_get(self, req: Request) -> Task:
+        self._require_tasks()
+        task_id = self._task_id_param(req)
+        registry = self.app.registry
+        registry.check_rate(self.context)
+        task = registry.get(self.context, task_id)
+        await registry.settle()  # a status is told only once it is durable
+        return task
+
+    async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
+        self._require_tasks()
+        task_id = self._task_id_param(req)
+        self.app.registry.check_rate(self.context)
+        return await self.app.registry.result(self.context, task_id, self)
+
+    async def _on_tasks_list(self, req: Request) -> ListTasksResult:
+        self._require_tasks("list")
+        params = from_wire(req.params or {}, PaginatedParams)
+        self.app.registry.check_rate(self.context)
+        tasks, cursor = self.app.registry.list(self.context, params.cursor)
+        await self.app.registry.settle()
+        return ListTasksResult(tasks, cursor)
+
+    async def _on_tasks_cancel(self, req: Request) -> Task:
+        self._require_tasks("cancel")
+        task_id = self._task_id_param(req)
+        registry = self.app.registry
+        registry.check_rate(self.context)
+        task = registry.cancel(self.context, task_id)
+        await registry.settle()
+        return task

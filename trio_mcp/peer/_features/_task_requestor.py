@@ -1,0 +1,111 @@
+"""The task requestor feature: follow tasks the other side hosts.
+
+``tasks/get|result|list|cancel`` as methods, :class:`~trio_mcp.TaskHandle`
+construction, and the (optional) ``notifications/tasks/status`` that wakes a
+handle's poll early.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+from .._messages import ListTasksResult, Notification, Task, TaskStatus, converter
+from .._tasks import TaskHandle
+from ._base import PeerCore
+
+log = logging.getLogger("trio_mcp.peer")
+T = TypeVar("T")
+
+
+class TaskRequestor(PeerCore):
+    """Requestor-side ``tasks/*`` methods and status wake-ups."""
+
+    def install(self) -> None:
+        self.session.notification_handlers["notifications/tasks/status"] = self._on_task_status
+
+    def _on_task_status(self, note: Notification) -> None:
+        try:
+            task = converter.structure(note.params or {}, Task)
+        except Exception:
+            log.info("malformed notifications/tasks/status ignored")
+            return
+        self.task_waiters.wake(task.task_id)
+
+    def handle_from_create_result(self, raw: dict[str, Any], result_type: type[T]) -> TaskHandle[T]:
+        """Wrap a raw ``CreateTaskResult`` from this peer in a :class:`TaskHandle`.
+
+        Raises:
+            RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
+        """
+        return TaskHandle.from_create_result(self, raw, result_type)
+
+    def task_handle(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
+        """A handle on a task known only by id (e.g. after reconnecting)."""
+        placeholder = Task(task_id, TaskStatus.WORKING, "", "", None)
+        return TaskHandle(self, placeholder, result_type)
+
+    async def get_task(self, task_id: str) -> Task:
+        """``tasks/get``: the state of a task hosted by the other side.
+
+        Raises:
+            RemoteError: -32602 for an unknown or expired task.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled``; the task is unaffected.
+        """
+        return await self.request("tasks/get", {"taskId": task_id}, Task)
+
+    async def task_result(self, task_id: str) -> dict[str, Any]:
+        """``tasks/result`` as raw JSON (blocks until the task is terminal).
+
+        Prefer :meth:`TaskHandle.result`, which types the payload.
+
+        Raises:
+            RemoteError: The underlying request's error, or -32602 for an
+                unknown, expired or cancelled task.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: stops waiting (``notifications/cancelled`` is sent);
+            the task itself is unaffected.
+        """
+        return await self.request_raw("tasks/result", {"taskId": task_id})
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """``tasks/cancel``: cancel a task hosted by the other side.
+
+        Raises:
+            RemoteError: -32602 for an unknown task or one already terminal.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: the cancel may or may not have reached the receiver;
+            check with :meth:`get_task`.
+        """
+        return await self.request("tasks/cancel", {"taskId": task_id}, Task)
+
+    async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
+        """One page of ``tasks/list``.
+
+        Raises:
+            RemoteError: -32602 for a bad cursor.
+
+        Cancellation: sends ``notifications/cancelled``; nothing else changes.
+        """
+        return await self.request(
+            "tasks/list", {"cursor": cursor} if cursor else None, ListTasksResult
+        )
+
+    async def iter_tasks(self) -> AsyncIterator[Task]:
+        """Every task the other side lists for us, following cursors to the end.
+
+        Cancellation: stops listing.
+        """
+        cursor: str | None = None
+        while True:
+            page = await self.list_tasks(cursor)
+            for task in page.tasks:
+                yield task
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor

@@ -1,0 +1,258 @@
+"""The tools feature: ``tools/list`` and ``tools/call`` (plain or as a task).
+
+As a server it lists and runs the App's tools; as a client it lists and calls
+the server's, remembering each listed tool's ``execution.taskSupport`` so a
+call that the protocol forbids fails locally before anything is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ..._errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    LocalUsageError,
+    McpError,
+)
+from .._messages import (
+    MODEL_IMMEDIATE_RESPONSE_META,
+    CallToolParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedParams,
+    Request,
+    TaskMetadata,
+    TextContent,
+    Tool,
+    from_wire,
+    task_capability,
+    to_wire,
+    wire_object,
+)
+from .._session import ProgressCallback
+from .._tasks import TaskActor, TaskHandle
+from ._base import AppView, PeerCore, Role
+from ._context import RequestContext
+from ._task_receiver import create_task, hosts
+from ._toolspec import ArgumentError, ToolSpec
+
+log = logging.getLogger("trio_mcp.peer")
+
+#: Tools per ``tools/list`` page.
+TOOLS_PAGE_SIZE: Final = 100
+
+
+class Tools(PeerCore):
+    """Serve the App's tools and call the other side's."""
+
+    _tool_cache: dict[str, Tool]
+
+    def install(self) -> None:
+        self._tool_cache = {}
+        self.session.request_handlers["tools/list"] = self._on_tools_list
+        self.session.request_handlers["tools/call"] = self._on_tools_call
+
+    @classmethod
+    def declare_server(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not app.tools:
+            return {}
+        caps: dict[str, Any] = {"tools": {"listChanged": False}}
+        if app.host_tasks and any(
+            s.tool.task_support != "forbidden" for s in app.tools.values()
+        ):
+            caps["tasks"] = {"requests": {"tools": {"call": {}}}}
+        return caps
+
+    # --- server side -------------------------------------------------------------------
+
+    async def _on_tools_list(self, req: Request) -> ListToolsResult:
+        if self.role is not Role.SERVER or not self.app.tools:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: tools/list")
+        params = PaginatedParams() if not req.params else from_wire(req.params, PaginatedParams)
+        tools = list(self.app.tools.values())
+        start = 0
+        if params.cursor is not None:
+            if not params.cursor.isdigit() or int(params.cursor) > len(tools):
+                raise McpError(INVALID_PARAMS, "Invalid cursor")
+            start = int(params.cursor)
+        end = start + TOOLS_PAGE_SIZE
+        return ListToolsResult(
+            tools=[s.tool for s in tools[start:end]],
+            next_cursor=str(end) if end < len(tools) else None,
+        )
+
+    async def _on_tools_call(self, req: Request) -> Any:
+        if self.role is not Role.SERVER or not self.app.tools:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: tools/call")
+        params = from_wire(req.params or {}, CallToolParams)
+        spec: ToolSpec | None = self.app.tools.get(params.name)
+        if spec is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name[:100]}")
+        support = spec.tool.task_support
+        if (params.task is not None or support == "required") and hosts(self, "tools/call"):
+            if params.task is not None and support == "forbidden":
+                raise McpError(
+                    METHOD_NOT_FOUND,
+                    f"Tool {spec.tool.name!r} does not support task-augmented calls",
+                )
+            if params.task is None:
+                raise McpError(
+                    METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
+                )
+
+            async def work(actor: TaskActor) -> dict[str, Any]:
+                ctx = RequestContext(self, req.id, params.meta, actor)
+                return wire_object(await self._run_tool(spec, params.arguments, ctx))
+
+            immediate = self.app.immediate_response(spec.tool.name)
+            meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
+            return await create_task(self, req, params.task, params.meta, work, meta)
+        ctx = RequestContext(self, req.id, params.meta)
+        return await self._run_tool(spec, params.arguments, ctx)
+
+    async def _run_tool(
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+    ) -> CallToolResult:
+        try:
+            kwargs = spec.bind(arguments or {})
+        except ArgumentError as problem:
+            # 2025-11-25: input validation errors are tool execution errors.
+            return CallToolResult(
+                content=[TextContent(f"Invalid arguments for tool {spec.tool.name}: {problem}")],
+                is_error=True,
+            )
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = ctx
+        try:
+            result = spec.to_result(await spec.call(kwargs))
+        except McpError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s raised", spec.tool.name)
+            # An OSError's text names its files: internal paths the peer must
+            # not learn (the log above has them). Keep only the reason.
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
+            return CallToolResult(content=[TextContent(text)], is_error=True)
+        return result
+
+    # --- client side -------------------------------------------------------------------
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of the server's tools (``tools/list``).
+
+        Raises:
+            RemoteError: The server refused (e.g. -32602 for a bad cursor).
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled``; nothing else changes.
+        """
+        result = await self.request(
+            "tools/list", PaginatedParams(cursor) if cursor else None, ListToolsResult
+        )
+        for tool in result.tools:
+            self._tool_cache[tool.name] = tool
+        return result
+
+    async def list_all_tools(self) -> list[Tool]:
+        """Every tool of the server, following ``nextCursor`` to the end.
+
+        Cancellation: as for :meth:`list_tools`.
+        """
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await self.list_tools(cursor)
+            tools.extend(page.tools)
+            if not page.next_cursor:
+                return tools
+            cursor = page.next_cursor
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call a tool and wait for its result (``tools/call``).
+
+        A tool error comes back as a result with ``is_error`` set, not as an
+        exception.
+
+        Args:
+            name: The tool.
+            arguments: Its arguments.
+            progress: Called (sync or ``async``) with each progress update.
+
+        Raises:
+            LocalUsageError: The tool (as last listed) requires a task.
+            RemoteError: A protocol error (unknown tool, bad params...).
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled``, which stops the
+            tool on the server; its result, if any, is dropped.
+        """
+        tool = self._tool_cache.get(name)
+        if (
+            tool is not None
+            and tool.task_support == "required"
+            and task_capability(self.remote_server_capabilities, "tools/call")
+        ):
+            raise LocalUsageError(
+                f"tool {name!r} requires task-augmented execution: use call_tool_task()"
+            )
+        params = CallToolParams(name=name, arguments=arguments)
+        return await self.request("tools/call", params, CallToolResult, progress=progress)
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> TaskHandle[CallToolResult]:
+        """Call a tool as a task; return at once with a handle to follow it.
+
+        Args:
+            name: The tool.
+            arguments: Its arguments.
+            ttl: Requested retention in ms (the server may lower it).
+            progress: Called (sync or ``async``) with progress for the whole
+                life of the task.
+
+        Raises:
+            LocalUsageError: The server did not declare task support for
+                ``tools/call``, or the tool (as last listed) forbids tasks.
+            RemoteError: The server refused the call.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled`` for the call; if the
+            server had already created the task, it keeps running (list it
+            with :meth:`list_tasks` and cancel it with :meth:`cancel_task`).
+        """
+        if not task_capability(self.remote_server_capabilities, "tools/call"):
+            raise LocalUsageError("the server did not declare tasks.requests.tools.call")
+        tool = self._tool_cache.get(name)
+        if tool is not None and tool.task_support == "forbidden":
+            raise LocalUsageError(f"tool {name!r} does not support task-augmented execution")
+        params = to_wire(CallToolParams(name=name, arguments=arguments, task=TaskMetadata(ttl)))
+        params["task"] = {} if ttl is None else {"ttl": ttl}
+        token = None
+        if progress is not None:
+            token = self.register_progress(progress)
+            params["_meta"] = {"progressToken": token}
+        try:
+            raw = await self.request_raw("tools/call", params)
+        except BaseException:
+            if token is not None:
+                self.forget_progress(token)
+            raise
+        handle = TaskHandle.from_create_result(self, raw, CallToolResult)
+        handle.progress_token = token
+        return handle
+

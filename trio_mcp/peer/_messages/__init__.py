@@ -1,0 +1,64 @@
+"""The messages layer: JSON-RPC envelopes, the converter, and MCP types by feature.
+
+Nothing here does I/O or knows about Trio; every other layer builds on it.
+"""
+
+from ._base import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
+from ._base import MODEL_IMMEDIATE_RESPONSE_META as MODEL_IMMEDIATE_RESPONSE_META
+from ._base import RELATED_TASK_META as RELATED_TASK_META
+from ._base import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
+from ._base import CancelledParams as CancelledParams
+from ._base import ClientCapabilities as ClientCapabilities
+from ._base import EmptyResult as EmptyResult
+from ._base import Implementation as Implementation
+from ._base import InitializeParams as InitializeParams
+from ._base import InitializeResult as InitializeResult
+from ._base import Meta as Meta
+from ._base import PaginatedParams as PaginatedParams
+from ._base import ProgressParams as ProgressParams
+from ._base import ProgressToken as ProgressToken
+from ._base import ServerCapabilities as ServerCapabilities
+from ._base import task_capability as task_capability
+from ._client import CreateMessageParams as CreateMessageParams
+from ._client import CreateMessageResult as CreateMessageResult
+from ._client import ElicitParams as ElicitParams
+from ._client import ElicitResult as ElicitResult
+from ._client import SamplingMessage as SamplingMessage
+from ._content import AudioContent as AudioContent
+from ._content import ContentBlock as ContentBlock
+from ._content import EmbeddedResource as EmbeddedResource
+from ._content import ImageContent as ImageContent
+from ._content import OtherContent as OtherContent
+from ._content import ResourceLink as ResourceLink
+from ._content import TextContent as TextContent
+from ._convert import KEEP as KEEP
+from ._convert import converter as converter
+from ._convert import from_wire as from_wire
+from ._convert import to_wire as to_wire
+from ._convert import wire_object as wire_object
+from ._jsonrpc import ErrorData as ErrorData
+from ._jsonrpc import ErrorResponse as ErrorResponse
+from ._jsonrpc import Incoming as Incoming
+from ._jsonrpc import Message as Message
+from ._jsonrpc import Notification as Notification
+from ._jsonrpc import Request as Request
+from ._jsonrpc import RequestId as RequestId
+from ._jsonrpc import Response as Response
+from ._jsonrpc import Undecodable as Undecodable
+from ._jsonrpc import decode_message as decode_message
+from ._jsonrpc import encode_for_wire as encode_for_wire
+from ._jsonrpc import message_to_json as message_to_json
+from ._tasks import CreateTaskResult as CreateTaskResult
+from ._tasks import ListTasksResult as ListTasksResult
+from ._tasks import Task as Task
+from ._tasks import TaskIdParams as TaskIdParams
+from ._tasks import TaskMetadata as TaskMetadata
+from ._tasks import TaskStatus as TaskStatus
+from ._tasks import related_task_id as related_task_id
+from ._tasks import related_task_meta as related_task_meta
+from ._tools import CallToolParams as CallToolParams
+from ._tools import CallToolResult as CallToolResult
+from ._tools import ListToolsResult as ListToolsResult
+from ._tools import TaskSupport as TaskSupport
+from ._tools import Tool as Tool
+from ._tools import ToolExecution as ToolExecution

@@ -1,0 +1,110 @@
+"""Types of tasks: ``Task``, ``CreateTaskResult``, ``tasks/*`` params and results."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Final
+
+import attrs
+
+from ._base import RELATED_TASK_META, Meta, _extra, _meta
+from ._convert import KEEP, converter
+
+
+@attrs.frozen
+class TaskMetadata:
+    """The ``task`` field that augments a request: the requested ttl in ms."""
+
+    ttl: int | None = None
+    extra: dict[str, Any] = _extra()
+
+
+class TaskStatus(enum.StrEnum):
+    """The five task statuses of MCP 2025-11-25."""
+
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True for ``completed``, ``failed`` and ``cancelled``."""
+        return self in _TERMINAL
+
+
+_TERMINAL: Final = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+
+@attrs.frozen
+class Task:
+    """A snapshot of a task's state, as in ``tasks/get`` and ``CreateTaskResult``.
+
+    ``ttl`` is in milliseconds and ``None`` means unlimited; it is always
+    written (``"ttl": null``). ``created_at``/``last_updated_at`` are ISO 8601.
+    """
+
+    task_id: str
+    status: TaskStatus
+    created_at: str
+    last_updated_at: str
+    # Written always (null = unlimited); read leniently, as some peers omit it.
+    ttl: int | None = attrs.field(default=None, metadata={KEEP: True})
+    status_message: str | None = None
+    poll_interval: int | None = None
+    meta: Meta = _meta()
+    extra: dict[str, Any] = _extra()
+
+
+@attrs.frozen
+class CreateTaskResult:
+    """The immediate answer to a task-augmented request."""
+
+    task: Task
+    meta: Meta = _meta()
+    extra: dict[str, Any] = _extra()
+
+
+@attrs.frozen
+class TaskIdParams:
+    """Parameters of ``tasks/get``, ``tasks/result`` and ``tasks/cancel``."""
+
+    task_id: str
+    meta: Meta = _meta()
+    extra: dict[str, Any] = _extra()
+
+
+@attrs.frozen
+class ListTasksResult:
+    """Result of ``tasks/list``."""
+
+    tasks: list[Task]
+    next_cursor: str | None = None
+    meta: Meta = _meta()
+    extra: dict[str, Any] = _extra()
+
+
+def _structure_status(value: Any, _: Any) -> TaskStatus:
+    return TaskStatus(value)
+
+
+converter.register_structure_hook(TaskStatus, _structure_status)
+converter.register_unstructure_hook(TaskStatus, lambda s: s.value)
+
+
+def related_task_meta(task_id: str, meta: Meta = None) -> dict[str, Any]:
+    """Return ``meta`` with the related-task key pointing at ``task_id``."""
+    out = dict(meta or {})
+    out[RELATED_TASK_META] = {"taskId": task_id}
+    return out
+
+
+def related_task_id(meta: Meta) -> str | None:
+    """Return the related-task id carried in a ``_meta`` dict, if any."""
+    if not meta:
+        return None
+    value = meta.get(RELATED_TASK_META)
+    if isinstance(value, dict) and isinstance(value.get("taskId"), str):
+        return str(value["taskId"])
+    return None

@@ -1,0 +1,275 @@
+"""The calling half of a JSON-RPC session: requests and notifications to the other side.
+
+:class:`Outbound` allocates ids, records what each request waits for, sends
+notifications (queued and droppable for the optional ones), and wakes every
+waiter when the connection closes. :class:`~._session.Session` adds the
+receiving half on top.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import attrs
+import trio
+
+from ..._errors import ConnectionClosed, RemoteError, RemoteProtocolError
+from .._messages import (
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    converter,
+    message_to_json,
+    to_wire,
+)
+from ._bus import MessageBus
+from ._pending import PendingRequests, ProgressCallback
+
+log = logging.getLogger("trio_mcp.peer")
+T = TypeVar("T")
+
+#: Callables told of every message a session sends or receives, as
+#: ``(direction, json, method)`` where direction is "sent" or "received" and
+#: method is the request's method (also for responses). For tests and tracing;
+#: empty by default, and then free.
+message_observers: list[Callable[[str, dict[str, Any], str | None], None]] = []
+
+#: Notifications queued for a slow connection before new ones are dropped.
+NOTIFICATION_QUEUE: Final = 4_096
+
+#: The id of the incoming request whose handler is running in this Trio task
+#: (inherited by the tasks it starts). Outgoing requests and notifications
+#: carry it as ``related_request_id`` so a transport with several streams
+#: (Streamable HTTP) can send them on the stream of that request.
+current_request_id: contextvars.ContextVar[RequestId | None] = contextvars.ContextVar(
+    "trio_mcp_current_request_id", default=None
+)
+
+_connection_ids = itertools.count(1)
+
+
+@attrs.define(eq=False)
+class Outbound:
+    """Requests and notifications to the other side over a :class:`MessageBus`.
+
+    Attributes:
+        bus: The transport's channels.
+        gate: While set and not yet triggered, :meth:`request_raw` waits on
+            it for every method not in :attr:`gate_exempt`.
+        connection_id: A process-unique number for logs and tokens.
+        pending: The requests waiting for an answer, and progress callbacks.
+    """
+
+    bus: MessageBus
+    gate: trio.Event | None = None
+    gate_exempt: frozenset[str] = frozenset()
+    connection_id: int = attrs.field(factory=lambda: next(_connection_ids))
+    pending: PendingRequests = attrs.field(init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _notes_send: trio.MemorySendChannel[Message] = attrs.field(init=False)
+    _notes_recv: trio.MemoryReceiveChannel[Message] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.pending = PendingRequests(str(self.connection_id))
+        self._notes_send, self._notes_recv = trio.open_memory_channel[Message](NOTIFICATION_QUEUE)
+
+    @property
+    def is_open(self) -> bool:
+        """False once the connection has closed."""
+        return not self._closed
+
+    async def _pump_notifications(self) -> None:
+        async for msg in self._notes_recv:
+            if message_observers:
+                self._observe("sent", msg)
+            try:
+                await self.bus.outgoing.send(msg)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+
+    def _observe(self, direction: str, msg: Message, method: str | None = None) -> None:
+        if method is None:
+            if isinstance(msg, Request | Notification):
+                method = msg.method
+            else:
+                method = self.pending.method_of(msg.id)
+        wire = message_to_json(msg)
+        for observer in message_observers:
+            observer(direction, wire, method)
+
+    async def send(self, msg: Message, method: str | None = None) -> None:
+        """Put one message on the bus, waiting for room.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+        """
+        if message_observers:
+            self._observe("sent", msg, method)
+        if self._closed:
+            raise ConnectionClosed("the connection is closed")
+        try:
+            await self.bus.outgoing.send(msg)
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            raise ConnectionClosed("the connection is closed") from exc
+
+    async def _send_quietly(self, msg: Message) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.send(msg)
+
+    # --- notifications out ---------------------------------------------------------------
+
+    def notify_soon(self, method: str, params: Any = None) -> None:
+        """Queue a notification without waiting (ordered with other queued ones).
+
+        Optional notifications (status, progress) go this way: if this
+        connection's reader is so slow that :data:`NOTIFICATION_QUEUE` of them
+        pile up, newer ones are dropped and a warning is logged.
+        """
+        if self._closed:
+            return
+        wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
+        msg = Notification(method, wire, related_request_id=current_request_id.get())
+        if self._notes_send.statistics().current_buffer_used == 0:
+            # Nothing queued: go straight onto the bus, in order with the
+            # responses sent meanwhile.
+            try:
+                self.bus.outgoing.send_nowait(msg)
+            except trio.WouldBlock:
+                pass
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+            else:
+                if message_observers:
+                    self._observe("sent", msg)
+                return
+        try:
+            self._notes_send.send_nowait(msg)
+        except trio.WouldBlock:
+            log.warning(
+                "connection %d: notification queue full, dropped %s", self.connection_id, method
+            )
+        except trio.ClosedResourceError:
+            pass
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification, waiting for room on the bus.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+
+        Cancellation: the notification may or may not have been sent.
+        """
+        wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
+        await self.send(Notification(method, wire, related_request_id=current_request_id.get()))
+
+    # --- requests out --------------------------------------------------------------------
+
+    async def request_raw(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        cancellable: bool = True,
+    ) -> dict[str, Any]:
+        """Send a request and return its raw result JSON.
+
+        Args:
+            method: The JSON-RPC method.
+            params: The params object (wire JSON).
+            progress: Called (sync or async) with each progress notification.
+            cancellable: Send ``notifications/cancelled`` if the caller gives up.
+
+        Raises:
+            RemoteError: The peer answered with an error.
+            RemoteProtocolError: The answer was malformed.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: sends ``notifications/cancelled`` for the request
+            (unless ``cancellable`` is false) and forgets it; a late answer is
+            dropped.
+        """
+        if self._closed:
+            raise ConnectionClosed("the connection is closed")
+        gate = self.gate
+        if gate is not None and method not in self.gate_exempt and not gate.is_set():
+            await gate.wait()
+            if self._closed:
+                raise ConnectionClosed("the connection is closed")
+        pending_requests = self.pending
+        request_id, pending = pending_requests.add(method)
+        token: str | None = None
+        if progress is not None:
+            token = pending_requests.register_progress(progress)
+            params = dict(params or {})
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": token}
+        related = current_request_id.get()
+        try:
+            await self.send(Request(request_id, method, params, related_request_id=related))
+            await pending.done.wait()
+        except trio.Cancelled:
+            if pending.outcome is None and not self._closed and cancellable:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self._send_quietly(
+                        Notification(
+                            "notifications/cancelled",
+                            {"requestId": request_id, "reason": "cancelled by the caller"},
+                            related_request_id=related,
+                        )
+                    )
+            raise
+        finally:
+            pending_requests.remove(request_id)
+            if token is not None:
+                pending_requests.forget_progress(token)
+        outcome = pending.outcome
+        if pending.malformed is not None:
+            raise RemoteProtocolError(f"the answer to {method} is malformed: {pending.malformed}")
+        if outcome is None:
+            raise ConnectionClosed(f"the connection closed before {method} was answered")
+        if isinstance(outcome, ErrorResponse):
+            raise RemoteError(outcome.error.code, outcome.error.message, outcome.error.data)
+        return outcome.result
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        result_type: type[T],
+        *,
+        progress: ProgressCallback | None = None,
+        cancellable: bool = True,
+    ) -> T:
+        """Send a request and return its result structured as ``result_type``.
+
+        Args:
+            method: The JSON-RPC method.
+            params: An attrs object, a dict, or ``None``.
+            result_type: The class the answer is typed by (``dict`` for raw JSON).
+            progress: Called with each progress notification.
+            cancellable: As for :meth:`request_raw`.
+
+        Raises:
+            RemoteError: The peer answered with an error.
+            RemoteProtocolError: The answer does not fit ``result_type``.
+            ConnectionClosed: The connection closed first.
+
+        Cancellation: as for :meth:`request_raw`.
+        """
+        wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
+        raw = await self.request_raw(method, wire, progress=progress, cancellable=cancellable)
+        if result_type is dict:
+            return raw  # type: ignore[return-value]
+        try:
+            return converter.structure(raw, result_type)
+        except Exception as exc:
+            raise RemoteProtocolError(
+                f"the answer to {method} does not fit {result_type.__name__}"
+            ) from exc

@@ -1,0 +1,328 @@
+"""The JSON-RPC session: one connection's request/response machinery, knowing no MCP.
+
+One receive loop takes each incoming message and ``match``-es on its class:
+
+* a :class:`Request` is looked up in :attr:`Session.request_handlers` and runs
+  in its own Trio task under its own cancel scope (so
+  ``notifications/cancelled`` can stop it); the one place that turns a
+  handler's outcome into a wire answer is :meth:`Session._serve`;
+* a :class:`Notification` is dispatched at once through
+  :attr:`Session.notification_handlers` (it never blocks); the session itself
+  owns only the JSON-RPC-level ones, cancellation and progress;
+* a :class:`Response` / :class:`ErrorResponse` wakes the caller waiting on
+  that id;
+* :class:`Undecodable` input is answered with -32700/-32600.
+
+The loop waits on sending only when :data:`MAX_CONCURRENT_REQUESTS` of the
+other side's requests are already being handled: it then answers the next
+one with -32000 itself, so a peer that sends without reading is slowed down
+instead of costing a task per request. Below that bound it never waits, so
+two peers cannot deadlock on each other's full queues. When the bus ends,
+every waiter wakes at once with :class:`ConnectionClosed`.
+
+MCP features fill the handler tables (see ``trio_mcp.peer._features``); this
+module never names an MCP method.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias, TypeVar, final
+
+import attrs
+import trio
+
+from ..._errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_LIMIT,
+    ConnectionClosed,
+    McpError,
+)
+from .._messages import (
+    ErrorData,
+    ErrorResponse,
+    Message,
+    Notification,
+    ProgressParams,
+    Request,
+    RequestId,
+    Response,
+    Undecodable,
+    converter,
+    wire_object,
+)
+from ._outbound import Outbound, current_request_id, message_observers
+from ._pending import call_progress
+
+log = logging.getLogger("trio_mcp.peer")
+T = TypeVar("T")
+
+RequestHandler: TypeAlias = Callable[[Request], Awaitable[Any]]
+NotificationHandler: TypeAlias = Callable[[Notification], None]
+#: Decides whether a request may be served now: ``None`` admits it, an
+#: :class:`ErrorData` is sent back instead.
+Admission: TypeAlias = Callable[[Request], ErrorData | None]
+
+#: Requests of the other side handled (or answered) at once. Past this, the
+#: receive loop answers a new request with -32000 itself and waits until that
+#: answer is on the bus, so a peer that sends without reading is slowed down
+#: (backpressure) instead of making this side start a task per request.
+MAX_CONCURRENT_REQUESTS = 1_024
+
+@final
+@attrs.frozen
+class Reply:
+    """A handler's result plus something to do once it has been sent.
+
+    Attributes:
+        result: The result object (wire JSON).
+        after_send: Called after the response is on the bus (or failed to be).
+    """
+
+    result: dict[str, Any]
+    after_send: Callable[[], None]
+
+
+@final
+@attrs.define(eq=False)
+class Session(Outbound):
+    """The JSON-RPC half of one connection, over a :class:`MessageBus`.
+
+    Attributes:
+        bus: The transport's channels.
+        request_handlers: Method name -> handler; filled by the features.
+            A handler returns an attrs object, a JSON dict or a
+            :class:`Reply`, or raises :class:`McpError`.
+        notification_handlers: Method name -> handler for notifications
+            other than ``notifications/cancelled`` and ``notifications/progress``.
+        admit: Called before a known request is served; an :class:`ErrorData`
+            refuses it (e.g. "not initialized yet").
+        uncancellable: Ids of incoming requests ``notifications/cancelled``
+            must not stop.
+        on_close: Called once when the connection closes.
+
+    The calling half (:meth:`request`, :meth:`notify`...) is :class:`Outbound`'s.
+    """
+
+    request_handlers: dict[str, RequestHandler] = attrs.field(factory=dict)
+    notification_handlers: dict[str, NotificationHandler] = attrs.field(factory=dict)
+    admit: Admission | None = None
+    uncancellable: set[RequestId] = attrs.field(factory=set)
+    on_close: list[Callable[[], None]] = attrs.field(factory=list)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _inflight: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    _replying: int = attrs.field(default=0, init=False)
+
+    # --- running --------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the connection until the bus closes or :meth:`close` is called.
+
+        Reports started once the receive loop runs.
+
+        Cancellation: cancels every in-flight handler; pending callers wake
+            with :class:`ConnectionClosed`.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._pump_notifications)
+                nursery.start_soon(self._receive_loop)
+                task_status.started()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close now: wake every waiter, stop the handlers, close the bus."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.gate is not None:
+            self.gate.set()
+        self.pending.wake_all()
+        for callback in self.on_close:
+            callback()
+        self._notes_send.close()
+        self.bus.outgoing.close()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    async def _receive_loop(self) -> None:
+        try:
+            async for item in self.bus.incoming:
+                if message_observers and not isinstance(item, Undecodable):
+                    self._observe("received", item)
+                match item:
+                    case Request():
+                        if self._overloaded():
+                            await self._refuse_overload(item)
+                        else:
+                            self._on_request(item)
+                    case Notification():
+                        self._on_notification(item)
+                    case Response() | ErrorResponse():
+                        self._on_response(item)
+                    case Undecodable() if self.pending.fail_malformed(item):
+                        pass  # a malformed answer: its request failed, nothing to reply
+                    case Undecodable():
+                        log.info("undecodable input (%d): %s", item.code, item.reason)
+                        reply = ErrorResponse(item.id, ErrorData(item.code, item.reason))
+                        if self._overloaded():
+                            await self._send_quietly(reply)
+                        else:
+                            self._reply_soon(reply)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+        finally:
+            # The other side is gone: wake everyone and stop the handlers.
+            self.close()
+
+    def _overloaded(self) -> bool:
+        return len(self._inflight) + self._replying >= MAX_CONCURRENT_REQUESTS
+
+    async def _refuse_overload(self, req: Request) -> None:
+        """Answer a request past the concurrency bound, in the receive loop itself.
+
+        Waiting here for room on the bus is the point: it stops reading from
+        a peer that sends requests without reading the answers.
+        """
+        log.warning(
+            "connection %d: %d requests in flight, refusing %s",
+            self.connection_id, MAX_CONCURRENT_REQUESTS, req.method[:100],
+        )
+        message = (
+            f"Too many concurrent requests: at most {MAX_CONCURRENT_REQUESTS} at once; "
+            "retry later"
+        )
+        await self._send_quietly(ErrorResponse(req.id, ErrorData(RESOURCE_LIMIT, message)))
+
+    def _reply_soon(self, msg: Message) -> None:
+        if self._nursery is not None and not self._closed:
+            self._replying += 1
+            self._nursery.start_soon(self._send_reply, msg)
+
+    async def _send_reply(self, msg: Message) -> None:
+        try:
+            await self._send_quietly(msg)
+        finally:
+            self._replying -= 1
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in this connection's nursery; it is cancelled at close.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+        """
+        if self._nursery is None or self._closed:
+            raise ConnectionClosed("the connection is closed")
+        self._nursery.start_soon(fn, *args)
+
+    # --- requests in ---------------------------------------------------------------------
+
+    def _on_request(self, req: Request) -> None:
+        if req.id in self._inflight:
+            error = ErrorData(
+                INVALID_REQUEST, "Invalid request: this id is already in use by a request"
+            )
+            self._reply_soon(ErrorResponse(req.id, error))
+            return
+        handler = self.request_handlers.get(req.method)
+        if handler is None:
+            error = ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
+            self._reply_soon(ErrorResponse(req.id, error))
+            return
+        if self.admit is not None:
+            refusal = self.admit(req)
+            if refusal is not None:
+                self._reply_soon(ErrorResponse(req.id, refusal))
+                return
+        scope = trio.CancelScope()
+        self._inflight[req.id] = scope
+        assert self._nursery is not None
+        self._nursery.start_soon(self._serve, req, handler, scope)
+
+    async def _serve(self, req: Request, handler: RequestHandler, scope: trio.CancelScope) -> None:
+        """Run one request's handler and answer it: the one place errors become wire errors."""
+        current_request_id.set(req.id)
+        reply: Message | None = None
+        after_send: Callable[[], None] | None = None
+        with scope:
+            try:
+                out = await handler(req)
+            except McpError as exc:
+                reply = ErrorResponse(req.id, ErrorData(exc.code, exc.message, exc.data))
+            except Exception:
+                log.exception("handler for %s failed", req.method)
+                reply = ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
+            else:
+                if isinstance(out, Reply):
+                    after_send = out.after_send
+                    result = out.result
+                else:
+                    result = out if isinstance(out, dict) else wire_object(out)
+                reply = Response(req.id, result)
+        del self._inflight[req.id]
+        self.uncancellable.discard(req.id)
+        self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
+        try:
+            if reply is not None and not scope.cancelled_caught:
+                # A request the peer cancelled is never answered.
+                await self.send(reply, req.method)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._replying -= 1
+            if after_send is not None:
+                after_send()
+
+    # --- notifications in ----------------------------------------------------------------
+
+    def _on_notification(self, note: Notification) -> None:
+        method = note.method
+        if method == "notifications/cancelled":
+            params = note.params or {}
+            request_id = params.get("requestId")
+            scope = self._inflight.get(request_id) if isinstance(request_id, str | int) else None
+            if scope is not None and request_id not in self.uncancellable:
+                log.debug("request %r cancelled by the peer: %s", request_id, params.get("reason"))
+                scope.cancel()
+        elif method == "notifications/progress":
+            params = note.params or {}
+            callback = self.pending.progress_callback(params.get("progressToken"))
+            if callback is not None:
+                try:
+                    value = converter.structure(params, ProgressParams)
+                except Exception:
+                    log.info("malformed notifications/progress ignored")
+                    return
+                call_progress(callback, value, self._start_soon_or_none())
+        else:
+            handler = self.notification_handlers.get(method)
+            if handler is None:
+                log.debug("notification %s ignored", method[:100])
+                return
+            try:
+                handler(note)
+            except Exception:
+                log.exception("handler for notification %s failed", method[:100])
+
+    def _start_soon_or_none(self) -> Callable[..., None] | None:
+        if self._nursery is None or self._closed:
+            return None
+        return self._nursery.start_soon
+
+    # --- responses in --------------------------------------------------------------------
+
+    def _on_response(self, msg: Response | ErrorResponse) -> None:
+        if self.pending.resolve(msg):
+            return
+        if isinstance(msg, ErrorResponse):
+            log.warning(
+                "the peer reported an error: [%d] %s", msg.error.code, msg.error.message[:200]
+            )
+        else:
+            log.debug("response to unknown id %r ignored", msg.id)
+

@@ -1,0 +1,24 @@
+"""The task runtime: the state table, the registry and its actors, the store, the handle.
+
+It talks to connections only through the protocols in :mod:`._connection`,
+so it imports nothing from the session or the MCP features above it.
+"""
+
+from ._actor import TaskActor as TaskActor
+from ._actor import Work as Work
+from ._connection import RequestorConnection as RequestorConnection
+from ._connection import StatusWaiters as StatusWaiters
+from ._connection import TaskConnection as TaskConnection
+from ._handle import TaskHandle as TaskHandle
+from ._limits import TaskLimits as TaskLimits
+from ._registry import TaskRegistry as TaskRegistry
+from ._sqlite import SqliteTaskStore as SqliteTaskStore
+from ._sqlite import open_task_store as open_task_store
+from ._state import TRANSITIONS as TRANSITIONS
+from ._state import IllegalTransition as IllegalTransition
+from ._state import TaskEvent as TaskEvent
+from ._state import next_status as next_status
+from ._store import MemoryTaskStore as MemoryTaskStore
+from ._store import TaskOutcome as TaskOutcome
+from ._store import TaskRecord as TaskRecord
+from ._store import TaskStore as TaskStore

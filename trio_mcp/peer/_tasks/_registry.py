@@ -1,0 +1,346 @@
+"""The receiver side of tasks: the registry that owns every task actor.
+
+Life of a task (see ARCHITECTURE.md for the picture):
+
+1. A task-augmented request arrives. The task receiver feature asks the
+   registry to :meth:`TaskRegistry.create` a task for the requestor's
+   *context* (an authenticated identity, else the connection).
+2. The registry checks the caps, makes a :class:`TaskRecord` with a 128-bit
+   id from :mod:`secrets`, and starts a :class:`TaskActor` with
+   ``await nursery.start(actor.run)`` in **the registry's own nursery**, so
+   the task outlives the request and the connection that made it. The actor
+   hands back the ``Task`` snapshot with ``task_status.started``; the feature
+   answers ``CreateTaskResult`` at once; only then does the work begin.
+3. The actor runs the work inside its own cancel scope. Every status change
+   goes through the one transition table (:mod:`._state`), is logged to the
+   audit logger and announced with ``notifications/tasks/status``.
+4. ``tasks/result`` waits on the actor's ``done`` event (woken by the actor,
+   never by polling) and, while it waits, carries the task's own requests
+   to the requestor (the ``input_required`` side channel).
+5. ``tasks/cancel`` moves the task to ``cancelled`` first, then cancels the
+   actor's scope: the work stops, and a result arriving in the same instant
+   is dropped. One reaper task deletes every task whose TTL has run out.
+
+The registry talks to connections only through
+:class:`~._connection.TaskConnection`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Final, final
+
+import trio
+
+from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
+from .._messages import ErrorData, Task, TaskStatus, related_task_meta
+from ._actor import TaskActor, Work
+from ._connection import TaskConnection
+from ._ledger import TaskLedger
+from ._limits import CursorCodec, RateLimiter, TaskLimits
+from ._sqlite import open_task_store
+from ._state import INITIAL_STATUS, TaskEvent
+from ._store import TaskRecord, TaskStore, now_iso
+
+audit = logging.getLogger("trio_mcp.audit")
+log = logging.getLogger("trio_mcp.tasks")
+
+#: What ``tasks/result`` answers for a task that was cancelled: there is no
+#: result of the underlying request, so the answer is a JSON-RPC error.
+CANCELLED_RESULT: Final = ErrorData(INVALID_PARAMS, "Task was cancelled: it has no result")
+
+
+@final
+class TaskRegistry(TaskLedger):
+    """Owns every task this side hosts, for all its connections.
+
+    Run it with :meth:`running` (``open_peer`` and the ``serve_*`` functions
+    do this for you). It holds the nursery of the task actors, the store, and
+    the single reaper that deletes tasks whose TTL has run out.
+
+    Args:
+        limits: The bounds on TTLs, counts, pages and rates.
+        store: Where records live: a :class:`TaskStore`, or a URL for
+            :func:`open_task_store` (``"sqlite:///tasks.db"``);
+            :class:`MemoryTaskStore` by default.
+    """
+
+    def __init__(
+        self, limits: TaskLimits | None = None, *, store: TaskStore | str | None = None
+    ):
+        resolved: TaskStore | None = open_task_store(store) if isinstance(store, str) else store
+        super().__init__(limits or TaskLimits(), resolved)
+        self._seq = 0
+        self._cursors = CursorCodec()
+        self._nursery: trio.Nursery | None = None
+        self._users = 0
+        self._rate = RateLimiter(self.limits.rate_per_second, self.limits.rate_burst)
+        # A durable store (SqliteTaskStore...) has these; the memory store not.
+        self._store_sync: Callable[[], Awaitable[None]] | None = getattr(self.store, "sync", None)
+
+    # --- running -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[TaskRegistry]:
+        """Run the registry (its actors' nursery and the reaper) for the block.
+
+        Re-entrant: a nested ``running()`` shares the outer run. When the
+        outermost block exits, every live task is cancelled.
+        """
+        if self._nursery is not None:
+            self._users += 1
+            try:
+                yield self
+            finally:
+                self._users -= 1
+            return
+        opener = getattr(self.store, "open", None)
+        if opener is not None:
+            self._restore(await opener())
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._reap)
+                try:
+                    yield self
+                finally:
+                    self._nursery = None
+                    nursery.cancel_scope.cancel()
+        finally:
+            closer = getattr(self.store, "aclose", None)
+            if closer is not None:
+                with trio.CancelScope(shield=True):
+                    await closer()
+
+    def _restore(self, restored: Any) -> None:
+        """Take over what a durable store loaded: sequence, cursor key, deadlines."""
+        self._cursors = CursorCodec(restored.cursor_secret)
+        for record in restored.records:
+            self._seq = max(self._seq, record.seq)
+            if record.deadline != math.inf:
+                heapq.heappush(self._expiry, (record.deadline, record.task_id))
+        self._reaper_wakeup.set()
+        audit.info(
+            "task store restored records=%d lost=%d", len(restored.records), restored.lost
+        )
+
+    async def settle(self) -> None:
+        """Wait until every change is durable in the store (a no-op in memory).
+
+        Called before anything is acknowledged to a requestor.
+
+        Raises:
+            McpError: The store is failing (e.g. disk full); nothing was lost.
+
+        Cancellation: stops waiting; the writes go on.
+        """
+        if self._store_sync is not None:
+            await self._store_sync()
+
+    @property
+    def is_running(self) -> bool:
+        """True inside :meth:`running`."""
+        return self._nursery is not None
+
+    # --- rate limit ------------------------------------------------------------------------
+
+    def check_rate(self, owner: str) -> None:
+        """Count one ``tasks/*`` operation of ``owner`` against the rate limit.
+
+        Raises:
+            McpError: -32000 when the owner is over its rate.
+        """
+        self._rate.check(owner)
+
+    # --- creating ------------------------------------------------------------------------
+
+    def _grant_ttl(self, requested: int | None) -> int | None:
+        limits = self.limits
+        ttl = limits.default_ttl if requested is None else max(0, requested)
+        if limits.max_ttl is not None:
+            ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
+        return ttl
+
+    def _new_id(self) -> str:
+        while True:
+            task_id = secrets.token_hex(16)  # 128 random bits
+            if self.store.get(task_id) is None:
+                return task_id
+
+    async def create(
+        self,
+        owner: str,
+        method: str,
+        work: Work,
+        *,
+        requested_ttl: int | None,
+        origin: TaskConnection | None,
+        progress_token: str | int | None = None,
+    ) -> TaskActor:
+        """Accept a task-augmented request and start its actor.
+
+        Args:
+            owner: The requestor's context (identity or connection key).
+            method: The underlying request's method, for logs.
+            work: The coroutine function that computes the result JSON.
+            requested_ttl: The ``task.ttl`` the requestor asked for, if any.
+            origin: The connection the request came on.
+            progress_token: The request's progress token, valid for the
+                task's lifetime.
+
+        Returns:
+            The started actor; ``actor.record.snapshot()`` is the ``Task``.
+            Call ``actor.announced.set()`` once the CreateTaskResult is sent.
+
+        Raises:
+            McpError: -32000 when the requestor's live-task cap or the
+                registry's size bound is reached.
+            RuntimeError: The registry is not running.
+        """
+        if self._nursery is None:
+            raise RuntimeError("the task registry is not running (use registry.running())")
+        limits = self.limits
+        if self._live.get(owner, 0) >= limits.max_live_per_requestor:
+            audit.warning("task refused context=%s reason=live-cap", owner)
+            raise McpError(
+                RESOURCE_LIMIT,
+                f"Too many live tasks: at most {limits.max_live_per_requestor} per requestor",
+            )
+        if len(self.store) >= limits.max_tasks:
+            self._reap_now()
+            if len(self.store) >= limits.max_tasks:
+                audit.warning("task refused context=%s reason=registry-full", owner)
+                raise McpError(
+                    RESOURCE_LIMIT, f"Too many tasks: the server keeps at most {limits.max_tasks}"
+                )
+        ttl = self._grant_ttl(requested_ttl)
+        now = now_iso()
+        self._seq += 1
+        deadline = math.inf if ttl is None else trio.current_time() + ttl / 1000
+        record = TaskRecord(
+            task_id=self._new_id(),
+            owner=owner,
+            seq=self._seq,
+            method=method,
+            status=INITIAL_STATUS,
+            created_at=now,
+            last_updated_at=now,
+            ttl=ttl,
+            poll_interval=limits.poll_interval,
+            deadline=deadline,
+        )
+        actor = TaskActor(self, record, origin, progress_token)
+        self.store.add(record)
+        self._notify_observers(record)
+        self._actors[record.task_id] = actor
+        self._live[owner] = self._live.get(owner, 0) + 1
+        if ttl is not None:
+            heapq.heappush(self._expiry, (deadline, record.task_id))
+            if self._expiry[0][1] == record.task_id:
+                self._reaper_wakeup.set()
+        audit.info(
+            "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
+        )
+        await self._nursery.start(actor.run, work)
+        try:
+            await self.settle()  # the CreateTaskResult promises a task that exists
+        except McpError:
+            self._delete(record.task_id)
+            raise
+        return actor
+
+    # --- requestor operations -------------------------------------------------------------
+
+    def get(self, owner: str, task_id: str) -> Task:
+        """``tasks/get``: the task's current state."""
+        record = self.lookup(owner, task_id)
+        audit.debug("task polled id=%s context=%s", task_id, owner)
+        return record.snapshot()
+
+    async def result(self, owner: str, task_id: str, peer: TaskConnection) -> dict[str, Any]:
+        """``tasks/result``: block until terminal, then return the outcome.
+
+        While it waits, the task's side-channel requests go out over ``peer``.
+
+        Returns:
+            The underlying request's result with the related-task ``_meta``.
+
+        Raises:
+            McpError: The underlying request's JSON-RPC error, or -32602 for
+                an unknown task.
+
+        Cancellation: cancelling stops waiting; the task is unaffected.
+        """
+        record = self.lookup(owner, task_id)
+        actor = self._actors.get(task_id)
+        if not record.status.is_terminal and actor is not None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(actor.serve_inputs, peer)
+                await actor.done.wait()
+                nursery.cancel_scope.cancel()
+            record = self.lookup(owner, task_id)
+        audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)
+        await self.settle()
+        outcome = record.outcome
+        if record.status is TaskStatus.CANCELLED:
+            outcome = CANCELLED_RESULT
+        elif outcome is None:
+            # Failed without an outcome: its process died while it ran.
+            outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
+        if isinstance(outcome, ErrorData):
+            raise McpError(outcome.code, outcome.message, outcome.data)
+        result = dict(outcome)
+        result["_meta"] = related_task_meta(task_id, result.get("_meta"))
+        return result
+
+    def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
+        """``tasks/list``: one page of ``owner``'s tasks, oldest first.
+
+        Raises:
+            McpError: -32602 for a cursor this registry did not issue to
+                ``owner``.
+        """
+        after = 0 if cursor is None else self._cursors.read(owner, cursor)
+        now = trio.current_time()
+        records, more = self.store.page(owner, after, self.limits.page_size)
+        tasks = [r.snapshot() for r in records if r.deadline > now]
+        next_cursor = self._cursors.make(owner, records[-1].seq) if more and records else None
+        audit.debug("tasks listed context=%s count=%d", owner, len(tasks))
+        return tasks, next_cursor
+
+    def cancel(self, owner: str, task_id: str) -> Task:
+        """``tasks/cancel``: mark the task cancelled, then stop its work.
+
+        Raises:
+            McpError: -32602 for an unknown task or one already terminal.
+        """
+        record = self.lookup(owner, task_id)
+        if record.status.is_terminal:
+            raise McpError(
+                INVALID_PARAMS,
+                f"Cannot cancel task: already in terminal status '{record.status.value}'",
+            )
+        actor = self._actors[task_id]
+        self.transition(actor, TaskEvent.CANCEL, "The task was cancelled by request.")
+        actor.scope.cancel()
+        audit.info("task cancel requested id=%s context=%s", task_id, owner)
+        return record.snapshot()
+
+    # --- expiry ------------------------------------------------------------------------------
+
+    async def _reap(self) -> None:
+        """The one reaper: sleep until the next deadline, delete what expired."""
+        while True:
+            self._reap_now()
+            self._reaper_wakeup = trio.Event()
+            deadline = self._expiry[0][0] if self._expiry else math.inf
+            with trio.move_on_at(deadline):
+                await self._reaper_wakeup.wait()
+
+
+

@@ -1,0 +1,381 @@
+"""A durable task store on SQLite: records survive a crash of the process.
+
+Reads are served from memory (a :class:`MemoryTaskStore` the store keeps in
+step); every change is also queued to one writer thread that owns the
+``sqlite3`` connection (WAL journal), so the Trio thread never touches the
+disk. :meth:`SqliteTaskStore.sync` waits until every change made so far is
+committed; the registry awaits it before it acknowledges anything (a created
+task, a terminal status, a result), so what a requestor was told survives a
+``SIGKILL``. On start, :meth:`SqliteTaskStore.open` loads the file: expired
+records are dropped, and tasks that were ``working`` or ``input_required``
+when the process died become ``failed`` with a status message saying so.
+
+If the disk fails (full, read-only), the writer keeps the failed batch and
+retries every second; meanwhile :meth:`sync` raises after
+:data:`SYNC_TIMEOUT` seconds, so requests get a clear error instead of
+hanging, and service resumes once a retry commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import queue
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final, final
+
+import attrs
+import trio
+
+from ..._errors import INTERNAL_ERROR, McpError
+from .._messages import ErrorData, TaskStatus
+from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, now_iso
+
+log = logging.getLogger("trio_mcp.tasks")
+
+#: Seconds :meth:`SqliteTaskStore.sync` waits for a failing disk before it
+#: reports the store as unavailable.
+SYNC_TIMEOUT: Final = 5.0
+#: Status message of a task whose process died while it ran.
+LOST_MESSAGE: Final = (
+    "The server stopped while this task was running (it was restarted); its work was lost."
+)
+_RETRY_SECONDS: Final = 1.0
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_updated_at TEXT NOT NULL,
+    ttl INTEGER,
+    poll_interval INTEGER NOT NULL,
+    expires_at REAL,
+    status_message TEXT,
+    outcome TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, seq);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_UPSERT: Final = (
+    "INSERT OR REPLACE INTO tasks (task_id, owner, seq, method, status, created_at,"
+    " last_updated_at, ttl, poll_interval, expires_at, status_message, outcome)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+@final
+@attrs.frozen
+class Restored:
+    """What :meth:`SqliteTaskStore.open` found on disk.
+
+    Attributes:
+        records: The records still within their TTL (now also in memory).
+        cursor_secret: The key that signs ``tasks/list`` cursors, kept in the
+            file so cursors stay valid across restarts.
+        lost: How many running tasks were marked ``failed``.
+    """
+
+    records: tuple[TaskRecord, ...]
+    cursor_secret: bytes
+    lost: int
+
+
+def _outcome_to_json(outcome: TaskOutcome | None) -> str | None:
+    if outcome is None:
+        return None
+    if isinstance(outcome, ErrorData):
+        error: dict[str, Any] = {"code": outcome.code, "message": outcome.message}
+        if outcome.data is not None:
+            error["data"] = outcome.data
+        return json.dumps({"error": error}, ensure_ascii=False)
+    return json.dumps({"result": outcome}, ensure_ascii=False)
+
+
+def _outcome_from_json(text: str | None) -> TaskOutcome | None:
+    if text is None:
+        return None
+    value = json.loads(text)
+    if "error" in value:
+        error = value["error"]
+        return ErrorData(int(error["code"]), str(error["message"]), error.get("data"))
+    result: dict[str, Any] = value["result"]
+    return result
+
+
+@final
+class SqliteTaskStore:
+    """A :class:`~._store.TaskStore` kept in a SQLite file (``sqlite:///path``).
+
+    Args:
+        path: The database file; created with its folder if missing.
+
+    The registry calls :meth:`open` when it starts, :meth:`sync` before it
+    acknowledges a change, and :meth:`aclose` when it stops.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._memory = MemoryTaskStore()
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._lock = threading.Condition()
+        self._queued = 0
+        self._done = 0
+        self._failure: str | None = None
+        self._thread: threading.Thread | None = None
+        self._expires: dict[str, float | None] = {}
+
+    def __repr__(self) -> str:
+        return f"SqliteTaskStore({str(self.path)!r})"
+
+    # --- the TaskStore contract (memory reads, queued writes) ----------------------------
+
+    def add(self, record: TaskRecord) -> None:
+        expires = None
+        if record.deadline != math.inf:
+            expires = time.time() + max(0.0, record.deadline - trio.current_time())
+        self._expires[record.task_id] = expires
+        self._memory.add(record)
+        self._write(("upsert", self._row(record)))
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        return self._memory.get(task_id)
+
+    def update(self, record: TaskRecord) -> None:
+        self._memory.update(record)
+        self._write(("upsert", self._row(record)))
+
+    def delete(self, task_id: str) -> None:
+        self._memory.delete(task_id)
+        self._expires.pop(task_id, None)
+        self._write(("delete", task_id))
+
+    def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+        return self._memory.page(owner, after_seq, limit)
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    def _row(self, r: TaskRecord) -> tuple[Any, ...]:
+        return (
+            r.task_id, r.owner, r.seq, r.method, r.status.value, r.created_at,
+            r.last_updated_at, r.ttl, r.poll_interval, self._expires.get(r.task_id),
+            r.status_message, _outcome_to_json(r.outcome),
+        )  # fmt: skip
+
+    def _write(self, item: tuple[Any, ...]) -> None:
+        if self._thread is None:
+            raise RuntimeError("the SQLite task store is not open (run the registry)")
+        with self._lock:
+            self._queued += 1
+        self._queue.put(item)
+
+    # --- durability ---------------------------------------------------------------------
+
+    @property
+    def pending_writes(self) -> int:
+        """Changes queued but not yet committed."""
+        with self._lock:
+            return self._queued - self._done
+
+    async def sync(self) -> None:
+        """Wait until every change made so far is committed to the file.
+
+        Raises:
+            McpError: -32603 when the disk has been failing for
+                :data:`SYNC_TIMEOUT` seconds (the changes stay queued and are
+                retried; nothing acknowledged is lost).
+
+        Cancellation: stops waiting; the writes go on.
+        """
+        with self._lock:
+            target = self._queued
+            if self._done >= target:
+                return
+        done = await trio.to_thread.run_sync(self._wait_for, target, abandon_on_cancel=True)
+        if not done:
+            raise McpError(
+                INTERNAL_ERROR,
+                f"Task store unavailable ({self._failure or 'writes are not completing'}); "
+                "retry later",
+            )
+
+    def _wait_for(self, target: int) -> bool:
+        deadline = time.monotonic() + SYNC_TIMEOUT
+        with self._lock:
+            while self._done < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    # --- opening and closing ----------------------------------------------------------------
+
+    async def open(self) -> Restored:
+        """Open (or create) the file, load what it holds, start the writer.
+
+        Raises:
+            sqlite3.Error: The file cannot be opened or is not a task store.
+
+        Cancellation: the loading finishes in its thread; the store stays closed.
+        """
+        if self._thread is not None:
+            raise RuntimeError("the SQLite task store is already open")
+        now_wall, now_trio = time.time(), trio.current_time()
+        conn, restored = await trio.to_thread.run_sync(self._load, now_wall, now_trio)
+        for record in restored.records:
+            self._memory.add(record)
+        self._thread = threading.Thread(
+            target=self._writer, args=(conn,), name=f"trio-mcp sqlite {self.path.name}",
+            daemon=True,
+        )
+        self._thread.start()
+        return restored
+
+    async def aclose(self) -> None:
+        """Commit what is queued (for at most :data:`SYNC_TIMEOUT` s) and stop the writer.
+
+        Cancellation: the writer finishes on its own.
+        """
+        thread = self._thread
+        if thread is None:
+            return
+        self._queue.put(("close",))
+        await trio.to_thread.run_sync(thread.join, SYNC_TIMEOUT, abandon_on_cancel=True)
+        self._thread = None
+
+    def _load(self, now_wall: float, now_trio: float) -> tuple[sqlite3.Connection, Restored]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: a commit survives a crash of the process (SIGKILL);
+        # only a power loss may take the last transactions.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()
+        if row is None:
+            secret = secrets.token_bytes(16)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('cursor_secret', ?)", (secret.hex(),)
+            )
+        else:
+            secret = bytes.fromhex(row[0])
+        conn.execute("BEGIN")
+        conn.execute(
+            "DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_wall,)
+        )
+        records, lost = [], 0
+        for row in conn.execute("SELECT * FROM tasks ORDER BY seq"):
+            record = self._record(row, now_wall, now_trio)
+            if not record.status.is_terminal:
+                record.status = TaskStatus.FAILED
+                record.status_message = LOST_MESSAGE
+                record.last_updated_at = now_iso()
+                lost += 1
+            records.append(record)
+        for record in records:
+            if record.status_message == LOST_MESSAGE:
+                conn.execute(_UPSERT, self._row(record))
+        conn.execute("COMMIT")
+        if lost:
+            log.warning("%s: %d task(s) were running when the process stopped: failed", self, lost)
+        return conn, Restored(tuple(records), secret, lost)
+
+    def _record(self, row: Iterable[Any], now_wall: float, now_trio: float) -> TaskRecord:
+        (task_id, owner, seq, method, status, created_at, last_updated_at, ttl, poll_interval,
+         expires_at, status_message, outcome) = row  # fmt: skip
+        self._expires[task_id] = expires_at
+        deadline = math.inf if expires_at is None else now_trio + (expires_at - now_wall)
+        return TaskRecord(
+            task_id=task_id,
+            owner=owner,
+            seq=seq,
+            method=method,
+            status=TaskStatus(status),
+            created_at=created_at,
+            last_updated_at=last_updated_at,
+            ttl=ttl,
+            poll_interval=poll_interval,
+            deadline=deadline,
+            status_message=status_message,
+            outcome=_outcome_from_json(outcome),
+        )
+
+    # --- the writer thread ---------------------------------------------------------------
+
+    def _writer(self, conn: sqlite3.Connection) -> None:
+        closing = False
+        try:
+            while not closing:
+                batch = [self._queue.get()]
+                while len(batch) < 512:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if batch[-1][0] == "close":
+                    closing = True
+                    batch.pop()
+                self._commit(conn, batch)
+        finally:
+            conn.close()
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+        while True:
+            try:
+                conn.execute("BEGIN")
+                for item in batch:
+                    if item[0] == "upsert":
+                        conn.execute(_UPSERT, item[1])
+                    elif item[0] == "delete":
+                        conn.execute("DELETE FROM tasks WHERE task_id = ?", (item[1],))
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if self._failure is None:
+                    log.error("%s: writes failing, retrying every second: %s", self, exc)
+                self._failure = f"{type(exc).__name__}: {exc}"
+                time.sleep(_RETRY_SECONDS)
+                continue
+            if self._failure is not None:
+                log.warning("%s: writes succeed again", self)
+                self._failure = None
+            with self._lock:
+                self._done += len(batch)
+                self._lock.notify_all()
+            return
+
+
+def open_task_store(url: str) -> Any:
+    """The task store a URL names.
+
+    * ``memory`` or ``memory://``: the default in-memory store (dies with the process);
+    * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
+      :class:`SqliteTaskStore`, durable across restarts of one process.
+
+    Raises:
+        ValueError: An unknown or unsupported scheme.
+    """
+    scheme, sep, rest = url.partition("://")
+    if url == "memory" or (scheme == "memory" and sep):
+        return MemoryTaskStore()
+    if scheme == "sqlite" and sep:
+        path = rest[1:] if rest.startswith("/") else rest
+        if not path:
+            raise ValueError(f"a sqlite store URL needs a path: {url!r}")
+        return SqliteTaskStore(path)
+    raise ValueError(
+        f"unsupported task store URL {url!r}: use 'memory' or 'sqlite:///path/to/tasks.db'"
+    )

@@ -372,3 +372,33 @@ async def test_http_limits_body_size_and_session_count() -> None:
         raw.session_id = None
         response = await raw.post(INITIALIZE)
         assert response.status_code == 503
+
+
+async def test_http_server_request_travels_on_the_originating_post_stream() -> None:
+    """Sampling asked from inside tools/call comes on that POST's SSE stream, not on GET."""
+    async with serving() as (url, _), http_client() as client:
+        raw = Raw(client, url)
+        init = json.loads(json.dumps(INITIALIZE))
+        init["params"]["capabilities"] = {"sampling": {}}
+        response = await raw.post(init)
+        raw.session_id = response.headers["mcp-session-id"]
+        await raw.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        parser = SSEParser()
+        seen: list[dict[str, Any]] = []
+        body = call(1, "summarize", {"text": "long"})
+        async with client.stream("POST", url, content=json.dumps(body),
+                                 headers=raw.h()) as stream:
+            async with aclosing(stream.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        if not event.data:
+                            continue
+                        msg = json.loads(event.data)
+                        seen.append(msg)
+                        if msg.get("method") == "sampling/createMessage":
+                            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {
+                                "role": "assistant", "model": "m",
+                                "content": {"type": "text", "text": "on the POST stream"}}}
+                            assert (await raw.post(answer)).status_code == 202
+        assert [m.get("method") for m in seen] == ["sampling/createMessage", None]
+        assert seen[-1]["result"]["content"][0]["text"] == "on the POST stream"

@@ -34,7 +34,7 @@ def record_messages() -> Iterator[None]:
 
 @pytest.fixture(params=TRANSPORTS)
 def transport(request: pytest.FixtureRequest) -> str:
-    """Each transport in turn: memory, stdio, ws."""
+    """Each transport in turn: memory, stdio, ws, http."""
     return str(request.param)
 
 

@@ -5,7 +5,8 @@
 
 * ``memory``: both peers in this process, joined by the in-memory bus pair;
 * ``stdio``: the example server as a real subprocess over its stdin/stdout;
-* ``ws``: a real WebSocket server on 127.0.0.1 in this process.
+* ``ws``: a real WebSocket server on 127.0.0.1 in this process;
+* ``http``: a real Streamable HTTP server (hypercorn) on 127.0.0.1 in this process.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TASK_SERVER = EXAMPLES / "task_server.py"
 SCHEMA_PATH = ROOT.parent / "shared" / "spec" / "schema-2025-11-25.json"
-TRANSPORTS = ("memory", "stdio", "ws")
+TRANSPORTS = ("memory", "stdio", "ws", "http")
 _SEEN: weakref.WeakKeyDictionary[trio_mcp.App, list[Any]] = weakref.WeakKeyDictionary()
 
 
@@ -104,6 +105,13 @@ async def connect(
             listener = await nursery.start(partial(trio_mcp.serve_websocket, app, "127.0.0.1", 0))
             url = f"ws://127.0.0.1:{listener.port}/"
             async with trio_mcp.open_websocket_client(url, client) as peer:
+                yield peer
+            nursery.cancel_scope.cancel()
+    elif kind == "http":
+        app = server or example_app()
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(trio_mcp.serve_http, app, "127.0.0.1", 0))
+            async with trio_mcp.open_http_client(address.url, client) as peer:
                 yield peer
             nursery.cancel_scope.cancel()
     else:  # pragma: no cover

@@ -3,7 +3,9 @@
 Used to pin what the peer does with input our own client would never send.
 ``open_raw(kind)`` works over memory (the server peer on an in-memory bus,
 lines decoded exactly as a transport would), stdio (a real subprocess) and
-ws (a real WebSocket on loopback).
+ws (a real WebSocket on loopback) and http (a real Streamable HTTP server on
+loopback: each line is one POST; JSON answers, SSE events and the JSON-RPC
+error bodies of 4xx answers all arrive as received messages).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -21,6 +23,7 @@ import trio_mcp
 from trio_mcp.peer._messages._jsonrpc import decode_message, message_to_json
 from trio_mcp.peer._session import open_bus
 from trio_mcp.transports._framing import LineBuffer, LineTooLong
+from trio_mcp.transports._sse import SSEParser
 
 from .helpers import TASK_SERVER, example_app
 
@@ -149,6 +152,66 @@ class _WsRaw(RawConnection):
         return out
 
 
+class _HttpRaw(RawConnection):
+    """Each line is one POST; answers (and the session's GET stream) feed one inbox."""
+
+    def __init__(self, url: str, client: Any, nursery: trio.Nursery) -> None:
+        super().__init__()
+        self.url = url
+        self.client = client
+        self.nursery = nursery
+        self.session_id: str | None = None
+        self.inbox_send, self.inbox = trio.open_memory_channel[dict[str, Any]](1000)
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": "application/json"}
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    async def send_line(self, data: bytes) -> None:
+        # Wait for the answer's headers: lines reach the server in order.
+        await self.nursery.start(self._post, data)
+
+    async def _post(self, data: bytes, task_status: Any) -> None:
+        request = self.client.build_request("POST", self.url, content=data,
+                                            headers=self._headers(_ACCEPT_BOTH))
+        response = await self.client.send(request, stream=True)
+        try:
+            if "mcp-session-id" in response.headers and self.session_id is None:
+                self.session_id = response.headers["mcp-session-id"]
+                self.nursery.start_soon(self._listen)
+            task_status.started()
+            await self._read(response)
+        finally:
+            await response.aclose()
+
+    async def _read(self, response: Any) -> None:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            parser = SSEParser()
+            async with aclosing(response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        if event.data:
+                            await self.inbox_send.send(json.loads(event.data))
+        else:
+            body = await response.aread()
+            if body:
+                await self.inbox_send.send(json.loads(body))
+
+    async def _listen(self) -> None:
+        async with self.client.stream("GET", self.url,
+                                      headers=self._headers("text/event-stream")) as response:
+            if response.status_code == 200:
+                await self._read(response)
+
+    async def _receive(self) -> dict[str, Any]:
+        return await self.inbox.receive()
+
+
+_ACCEPT_BOTH = "application/json, text/event-stream"
+
+
 @asynccontextmanager
 async def open_raw(kind: str, app: trio_mcp.App | None = None) -> AsyncIterator[RawConnection]:
     """A raw connection to the example server (or ``app``) over ``kind``."""
@@ -186,5 +249,13 @@ async def open_raw(kind: str, app: trio_mcp.App | None = None) -> AsyncIterator[
                                           subprotocols=["mcp"]) as ws:
                 yield _WsRaw(ws)
             nursery.cancel_scope.cancel()
+    elif kind == "http":
+        import httpx
+
+        async with httpx.AsyncClient(trust_env=False, timeout=None) as client:
+            async with trio.open_nursery() as nursery:
+                address = await nursery.start(partial(trio_mcp.serve_http, app, "127.0.0.1", 0))
+                yield _HttpRaw(address.url, client, nursery)
+                nursery.cancel_scope.cancel()
     else:  # pragma: no cover
         raise ValueError(kind)

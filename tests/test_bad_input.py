@@ -1,7 +1,7 @@
 """Bad input gets a clear JSON-RPC error and the connection keeps working.
 
-Each case runs over memory, a real stdio subprocess and a real WebSocket;
-after each, the peer still answers a ping.
+Each case runs over memory, a real stdio subprocess, a real WebSocket and real
+Streamable HTTP; after each, the peer still answers a ping.
 """
 
 from __future__ import annotations
@@ -119,7 +119,13 @@ async def test_bad_input_handler_crash_is_internal_error_without_traceback() -> 
 
 async def test_bad_input_requests_before_initialize_get_an_error(transport: str) -> None:
     async with open_raw(transport) as raw:
-        assert await raw.ping_ok()  # ping is allowed before initialization
+        if transport == "http":
+            # No session before initialize: HTTP 400, with the error for this id.
+            msg = await raw.request("ping", "ping")
+            assert msg["error"]["code"] == trio_mcp.INVALID_REQUEST
+            assert "Mcp-Session-Id" in msg["error"]["message"]
+        else:
+            assert await raw.ping_ok()  # ping is allowed before initialization
         msg = await raw.request(8, "tools/list")
         assert msg["error"]["code"] == trio_mcp.INVALID_REQUEST
         await raw.initialize()

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from functools import partial
 
+import httpx
 import pytest
 import trio
 import trio_websocket
@@ -30,7 +31,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 def test_examples_are_all_tested() -> None:
     tested = {"task_server", "task_client", "agent_pair", "websocket_server",
-              "everything_server", "cancel_a_task"}
+              "everything_server", "cancel_a_task", "http_server"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 
 
@@ -171,3 +172,37 @@ def test_api_readme_walkthrough_runs_and_is_the_example_file() -> None:
     assert "server: the tool saw its cancellation and stopped" in lines
     assert lines[-1].startswith("client: the task was cancelled")
     assert "counted to" not in proc.stdout
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """``examples/http_server.py --port 0``; yields its URL."""
+    with subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "http_server.py"), "--port", "0"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            match = re.search(r"listening on (http://\S+)", line)
+            assert match, line
+            yield match.group(1)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+async def test_examples_http_server(http_server: str) -> None:
+    async with trio_mcp.open_http_client(http_server, token="alice-secret") as alice:
+        assert (await alice.call_tool("whoami")).text == "you are alice"
+        handle = await alice.call_tool_task("countdown", {"n": 1})
+        task_id = handle.task_id
+    # Alice's task outlives her session; Bob cannot see it.
+    async with trio_mcp.open_http_client(http_server, token="alice-secret") as alice:
+        assert (await alice.task_result(task_id))["content"][0]["text"] == "liftoff"
+    async with trio_mcp.open_http_client(http_server, token="bob-secret") as bob:
+        assert (await bob.list_tasks()).tasks == []
+    with pytest.raises(httpx.HTTPStatusError) as info:
+        async with trio_mcp.open_http_client(http_server, token="mallory"):
+            pass  # pragma: no cover
+    assert info.value.response.status_code == 401

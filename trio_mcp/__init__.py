@@ -118,6 +118,13 @@ from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
 from .peer._tasks import open_task_store as open_task_store
+from .transports._http_client import open_http_client as open_http_client
+from .transports._http_policy import HttpPolicy as HttpPolicy
+from .transports._http_server import HttpAddress as HttpAddress
+from .transports._http_server import StreamableHttpApp as StreamableHttpApp
+from .transports._http_server import serve_http as serve_http
+from .transports._http_store import EventStore as EventStore
+from .transports._http_store import MemoryEventStore as MemoryEventStore
 from .transports._memory import MemoryPair as MemoryPair
 from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
@@ -152,12 +159,16 @@ __all__ = [
     "ElicitParams",
     "ElicitResult",
     "ErrorResponse",
+    "EventStore",
+    "HttpAddress",
+    "HttpPolicy",
     "IllegalTransition",
     "Implementation",
     "ListTasksResult",
     "ListToolsResult",
     "LocalUsageError",
     "McpError",
+    "MemoryEventStore",
     "MemoryPair",
     "MemoryTaskStore",
     "MessageBus",
@@ -173,6 +184,7 @@ __all__ = [
     "SamplingMessage",
     "ServerCapabilities",
     "SqliteTaskStore",
+    "StreamableHttpApp",
     "Task",
     "TaskCancelled",
     "TaskEvent",
@@ -191,6 +203,7 @@ __all__ = [
     "memory_bus_pair",
     "next_status",
     "open_bus",
+    "open_http_client",
     "open_memory_pair",
     "open_peer",
     "open_stdio_client",
@@ -198,6 +211,7 @@ __all__ = [
     "open_websocket_client",
     "origin_allowed",
     "run_memory_link",
+    "serve_http",
     "serve_stdio",
     "serve_websocket",
     "wrap_stdio_streams",

@@ -1,0 +1,436 @@
+"""The Streamable HTTP client transport (MCP 2025-11-25), on httpx.
+
+:func:`open_http_client` yields a client :class:`Peer` whose bus is carried
+over HTTP: each outgoing message is one ``POST``; a request's answer comes
+back as ``application/json`` or as an SSE stream (read with the sans-IO
+parser of :mod:`._sse`). A stream that drops before its response is resumed
+with ``GET`` + ``Last-Event-ID`` after the server's ``retry`` delay. After
+the handshake a ``GET`` stream listens for server-initiated requests and
+notifications (a 405 means the server offers none). When the server answers
+404 for the session, a new session is initialized (with the first
+``initialize``'s params) and the message is sent again, once. Leaving the
+block sends ``DELETE`` for the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Final, final
+
+import attrs
+import httpx
+import trio
+
+from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError
+from .._util import unwrap_group
+from ..peer import (
+    App,
+    BusEnds,
+    Implementation,
+    Incoming,
+    Message,
+    Peer,
+    Role,
+    decode_message,
+    encode_for_wire,
+    open_bus,
+    open_peer,
+)
+from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId, Response
+from ._sse import SSEParser
+
+log = logging.getLogger("trio_mcp.transports")
+
+#: Milliseconds to wait before reconnecting when the server sent no ``retry``.
+DEFAULT_RETRY_MS: Final = 1_000
+#: Reconnection attempts in a row that bring nothing before a stream is given up.
+MAX_RECONNECTS: Final = 5
+#: Seconds to connect, and to send a request body.
+DEFAULT_TIMEOUT: Final = 30.0
+#: Seconds given to the ``DELETE`` that ends the session on close.
+CLOSE_TIMEOUT: Final = 2.0
+_ACCEPT_BOTH: Final = "application/json, text/event-stream"
+
+
+@final
+@attrs.define(eq=False)
+class _HttpClientTransport:
+    """Carries one client bus over Streamable HTTP."""
+
+    client: httpx.AsyncClient
+    url: str
+    ends: BusEnds
+    extra_headers: dict[str, str]
+    session_id: str | None = None
+    protocol_version: str | None = None
+    fatal: BaseException | None = None
+    _init: Request | None = None
+    _cancelled: set[RequestId] = attrs.field(factory=set)
+    _nursery: trio.Nursery | None = None
+    _listening: trio.CancelScope | None = None
+    _closing: bool = False
+    _reinits: int = 0
+    _reinit_lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {**self.extra_headers, "Accept": accept}
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    async def _deliver(self, item: Incoming) -> None:
+        if isinstance(item, Response) and self._init is not None and item.id == self._init.id:
+            version = item.result.get("protocolVersion")
+            self.protocol_version = version if isinstance(version, str) else None
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.ends.to_peer.send(item)
+
+    async def _fail(self, request_id: RequestId, message: str, data: Any = None) -> None:
+        """Fail one request of the peer with a local -32603 error."""
+        await self._deliver(ErrorResponse(request_id, ErrorData(INTERNAL_ERROR, message, data)))
+
+    async def _open(self, method: str, *, body: bytes | None = None,
+                    last_event_id: str | None = None) -> httpx.Response:
+        if body is not None:
+            headers = self._headers(_ACCEPT_BOTH)
+            headers["Content-Type"] = "application/json"
+        else:
+            headers = self._headers("text/event-stream")
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        request = self.client.build_request(method, self.url, headers=headers, content=body)
+        return await self.client.send(request, stream=True)
+
+    # --- sending ---------------------------------------------------------------------
+
+    async def run(self, nursery: trio.Nursery) -> None:
+        """Send what the peer writes until it closes its side.
+
+        Cancellation: stops at once; streams being read stop too.
+        """
+        self._nursery = nursery
+        async with self.ends.from_peer:
+            async for msg in self.ends.from_peer:
+                if isinstance(msg, Request):
+                    if msg.method == "initialize":
+                        self._init = msg
+                        await self._send(msg)
+                    else:
+                        nursery.start_soon(self._send, msg)
+                else:
+                    if isinstance(msg, Notification) and msg.method == "notifications/cancelled":
+                        request_id = (msg.params or {}).get("requestId")
+                        if isinstance(request_id, str | int):
+                            self._cancelled.add(request_id)
+                    await self._send(msg)
+
+    async def _send(self, msg: Message, *, retried: bool = False) -> None:
+        request_id = msg.id if isinstance(msg, Request) else None
+        session_id = self.session_id
+        try:
+            response = await self._open("POST", body=_encode(msg))
+        except httpx.HTTPError as exc:
+            log.warning("POST to %s failed: %s", self.url, exc)
+            if request_id is not None:
+                if msg is self._init:
+                    self.fatal = exc
+                await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
+            return
+        try:
+            await self._handle(msg, response, retried, session_id)
+        finally:
+            await response.aclose()
+            if request_id is not None and not retried:
+                self._cancelled.discard(request_id)
+
+    async def _handle(
+        self, msg: Message, response: httpx.Response, retried: bool, session_id: str | None
+    ) -> None:
+        status = response.status_code
+        request_id = msg.id if isinstance(msg, Request) else None
+        if status == 404 and session_id is not None and msg is not self._init and not retried:
+            await response.aclose()
+            if await self._reinitialize(session_id):
+                await self._send(msg, retried=True)
+            elif request_id is not None:
+                await self._fail(request_id, "Streamable HTTP: the session ended (HTTP 404) "
+                                             "and a new one could not be started",
+                                 {"httpStatus": 404})
+            return
+        if status >= 400 or (request_id is None and status not in (200, 202)):
+            await self._refused(msg, response)
+            return
+        if msg is self._init:
+            self.session_id = response.headers.get("mcp-session-id")
+        if isinstance(msg, Notification) and msg.method == "notifications/initialized":
+            self._listen()
+        if request_id is None:
+            return
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == "text/event-stream":
+            await self._read_stream(response, request_id)
+        elif content_type == "application/json":
+            item = decode_message(await response.aread())
+            await self._deliver(item)
+        elif request_id not in self._cancelled:
+            await self._fail(request_id, f"Streamable HTTP: unexpected answer (HTTP {status}, "
+                                         f"Content-Type {content_type!r})")
+
+    async def _refused(self, msg: Message, response: httpx.Response) -> None:
+        body = await response.aread()
+        error = httpx.HTTPStatusError(
+            f"HTTP {response.status_code} from {self.url}: {body[:200]!r}",
+            request=response.request, response=response,
+        )
+        if msg is self._init:
+            self.fatal = error
+        log.warning("%s", error)
+        if not isinstance(msg, Request):
+            return
+        item = decode_message(body)
+        data = {"httpStatus": response.status_code}
+        if isinstance(item, ErrorResponse):
+            message = f"HTTP {response.status_code}: {item.error.message}"
+            await self._deliver(ErrorResponse(msg.id, ErrorData(item.error.code, message, data)))
+        else:
+            await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
+
+    async def _reinitialize(self, lost: str) -> bool:
+        """Start a new session after a 404 for session ``lost``, as the first ``initialize`` did.
+
+        Several requests may meet the 404 at once: the first starts the new
+        session, the others find it started and just send again.
+        """
+        async with self._reinit_lock:
+            if self.session_id != lost:
+                return self.session_id is not None
+            return await self._start_new_session()
+
+    async def _start_new_session(self) -> bool:
+        if self._init is None or self._closing:
+            return False
+        self._reinits += 1
+        log.info("session %s is gone; initializing a new one", self.session_id)
+        self.session_id = None
+        if self._listening is not None:
+            self._listening.cancel()
+        init = Request(f"trio-mcp-reinitialize-{self._reinits}", "initialize", self._init.params)
+        try:
+            response = await self._open("POST", body=_encode(init))
+            try:
+                if response.status_code != 200:
+                    return False
+                self.session_id = response.headers.get("mcp-session-id")
+                await response.aread()
+            finally:
+                await response.aclose()
+            note = Notification("notifications/initialized")
+            response = await self._open("POST", body=_encode(note))
+            await response.aclose()
+        except httpx.HTTPError as exc:
+            log.warning("re-initializing failed: %s", exc)
+            return False
+        self._listen()
+        return True
+
+    # --- receiving -------------------------------------------------------------------
+
+    async def _consume(self, response: httpx.Response, parser: SSEParser,
+                       request_id: RequestId | None) -> bool:
+        """Deliver a stream's messages until it ends; True once ``request_id`` is answered."""
+        answered = False
+        # Stop reading once the answer is in (the server should end the
+        # stream then; a resumed GET stream may stay open). Cancelling, not
+        # breaking, unwinds httpx's nested generators cleanly.
+        with trio.CancelScope() as stop:
+            try:
+                chunks = response.aiter_bytes()
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        for event in parser.feed(chunk):
+                            if not event.data or event.event != "message":
+                                continue  # a priming event, or not ours
+                            item = decode_message(event.data)
+                            await self._deliver(item)
+                            if isinstance(item, Response | ErrorResponse) and (
+                                request_id is not None and item.id == request_id
+                            ):
+                                answered = True
+                        if answered:
+                            stop.cancel()
+            except httpx.HTTPError as exc:
+                log.debug("SSE stream from %s dropped: %s", self.url, exc)
+        return answered
+
+    async def _read_stream(self, response: httpx.Response, request_id: RequestId) -> None:
+        """Read a POST's SSE stream to its response, resuming it as often as needed."""
+        parser = SSEParser()
+        answered = await self._consume(response, parser, request_id)
+        failures = 0
+        while not answered and request_id not in self._cancelled and not self._closing:
+            if not parser.last_event_id or failures >= MAX_RECONNECTS:
+                await self._fail(request_id, "Streamable HTTP: the stream ended before the "
+                                             "response and cannot be resumed")
+                return
+            await trio.sleep((parser.retry if parser.retry is not None else DEFAULT_RETRY_MS)
+                             / 1000)
+            seen = parser.last_event_id
+            try:
+                response = await self._open("GET", last_event_id=seen)
+            except httpx.HTTPError as exc:
+                log.debug("resuming failed: %s", exc)
+                failures += 1
+                continue
+            try:
+                if response.status_code != 200:
+                    failures += 1
+                    if response.status_code in (400, 404, 405):
+                        failures = MAX_RECONNECTS
+                    continue
+                answered = await self._consume(response, parser, request_id)
+                failures = 0 if parser.last_event_id != seen else failures + 1
+            finally:
+                await response.aclose()
+
+    def _listen(self) -> None:
+        if self._nursery is not None and not self._closing:
+            if self._listening is not None:
+                self._listening.cancel()
+            self._listening = trio.CancelScope()
+            self._nursery.start_soon(self._listen_loop, self._listening)
+
+    async def _listen_loop(self, scope: trio.CancelScope) -> None:
+        """Keep the session's GET stream open, resuming from the last event id."""
+        parser = SSEParser()
+        failures = 0
+        with scope:
+            while not self._closing and failures < MAX_RECONNECTS:
+                seen = parser.last_event_id
+                try:
+                    response = await self._open("GET", last_event_id=seen or None)
+                except httpx.HTTPError as exc:
+                    log.debug("GET stream failed: %s", exc)
+                    failures += 1
+                else:
+                    try:
+                        if response.status_code in (400, 404, 405, 409):
+                            return  # no stream for us here
+                        if response.status_code != 200:
+                            failures += 1
+                        else:
+                            await self._consume(response, parser, None)
+                            failures = 0 if parser.last_event_id != seen else failures + 1
+                    finally:
+                        await response.aclose()
+                retry = parser.retry if parser.retry is not None else DEFAULT_RETRY_MS
+                await trio.sleep(retry / 1000)
+
+    async def close(self) -> None:
+        """End the session with ``DELETE`` (bounded by :data:`CLOSE_TIMEOUT`).
+
+        Cancellation: the DELETE is abandoned.
+        """
+        self._closing = True
+        if self._listening is not None:
+            self._listening.cancel()
+        if self.session_id is None:
+            return
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            try:
+                response = await self.client.delete(self.url, headers=self._headers("*/*"))
+                log.debug("DELETE session: HTTP %d", response.status_code)
+            except httpx.HTTPError as exc:
+                log.debug("DELETE session failed: %s", exc)
+
+
+def _encode(msg: Message) -> bytes:
+    data = encode_for_wire(msg)
+    if data is None:  # only a message holding non-JSON params
+        raise ValueError(f"cannot encode {type(msg).__name__} as JSON")
+    return data
+
+
+def _client_headers(token: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(headers or {})
+    if token is not None:
+        if not token.isascii() or not token.isprintable():
+            raise ValueError("token must be printable ASCII text")
+        out["Authorization"] = f"Bearer {token}"
+    return out
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    app: App | None = None,
+    *,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    client_info: Implementation | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    connect_timeout: float = DEFAULT_TIMEOUT,
+) -> AsyncIterator[Peer]:
+    """Connect to a Streamable HTTP MCP endpoint and yield the client :class:`Peer`.
+
+    The block starts after the ``initialize`` handshake; leaving it ends the
+    session (``DELETE``) and closes the connections.
+
+    Args:
+        url: The endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+        app: What this client offers (sampling/elicitation handlers, tasks).
+        token: Sent as ``Authorization: Bearer <token>`` on every request.
+        headers: More headers for every request (e.g. ``Origin``).
+        client_info: ``clientInfo`` to send instead of the App's.
+        http_client: An httpx client to use (not closed here); give it no
+            read timeout (``httpx.Timeout(30, read=None)``): SSE streams may
+            be silent for long. By default one is made that ignores proxy
+            settings from the environment.
+        connect_timeout: Seconds to connect and to send a request; answers
+            may take any time.
+
+    Raises:
+        ValueError: A token that cannot be a header.
+        httpx.HTTPStatusError: The server refused the ``initialize`` (401
+            without a valid token, 403 for a refused Origin or Host...).
+        httpx.TransportError: The server could not be reached.
+        RemoteError, ConnectionClosed: The MCP handshake failed.
+
+    Cancellation: cancelling the block still sends the ``DELETE`` (for at
+        most :data:`CLOSE_TIMEOUT` seconds), then closes every connection.
+    """
+    app = app if app is not None else App("trio-mcp-client")
+    extra = _client_headers(token, headers)
+    bus, ends = open_bus(info={"transport": "http", "url": url})
+    own = http_client is None
+    client = http_client if http_client is not None else httpx.AsyncClient(
+        timeout=httpx.Timeout(connect_timeout, read=None),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
+        trust_env=False,
+    )
+    transport = _HttpClientTransport(client, url, ends, extra)
+    try:
+        with unwrap_group():
+            async with ends.to_peer, trio.open_nursery() as nursery:
+                nursery.start_soon(transport.run, nursery)
+                try:
+                    async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+                        yield peer
+                except (ConnectionClosed, RemoteError) as exc:
+                    if transport.fatal is not None:
+                        raise transport.fatal from exc
+                    raise
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await transport.close()
+                    nursery.cancel_scope.cancel()
+    finally:
+        if own:
+            with trio.CancelScope(shield=True):
+                await client.aclose()

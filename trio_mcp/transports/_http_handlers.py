@@ -1,0 +1,317 @@
+"""The per-request half of the Streamable HTTP server: POST, GET and DELETE.
+
+Each function serves one HTTP request for a :class:`StreamableHttpApp` (seen
+through the :class:`HttpEndpoint` protocol, so this module does not import it), after
+its Host, Origin and token checks passed. See :mod:`._http_server`.
+
+Cancellation (of any of them, e.g. when the server stops): the HTTP response
+is abandoned; the session, its peer and the work in progress go on (only the
+session's end stops them), and every event stays stored for a resume.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Final, Protocol
+
+import trio
+
+from ..peer import Undecodable, decode_message
+from ..peer._messages import Request, Response
+from ._http_policy import (
+    Receive,
+    Scope,
+    Send,
+    fail,
+    header,
+    header_values,
+    respond,
+    until_disconnect,
+    wants,
+)
+from ._http_session import HttpSession, SseStream
+from ._sse import encode_event, encode_retry
+
+log = logging.getLogger("trio_mcp.transports")
+audit = logging.getLogger("trio_mcp.audit")
+
+#: Methods answered with ``application/json``: they never wait on anything.
+IMMEDIATE_METHODS: Final = frozenset(
+    {"initialize", "ping", "tasks/get", "tasks/list", "tasks/cancel"}
+)
+SESSION_HEADER: Final = "mcp-session-id"
+_JSON: Final = [(b"content-type", b"application/json")]
+_SSE: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class HttpEndpoint(Protocol):
+    """What these handlers need of the app they serve (:class:`StreamableHttpApp`)."""
+
+    sessions: dict[str, HttpSession]
+    stateless: bool
+    json_response: bool
+    retry_ms: int
+    sse_close_after: float | None
+    max_body: int
+    max_sessions: int
+
+    async def start_session(
+        self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
+        protocol_version: str | None = None,
+    ) -> HttpSession:
+        """Create and start a session (not yet in ``sessions`` when stateless)."""
+        ...
+
+    async def end_session(self, session: HttpSession) -> None:
+        """End ``session`` and forget it."""
+        ...
+
+
+def _valid_session_id(value: str) -> bool:
+    return 0 < len(value) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in value)
+
+
+async def _wait_ended(stream: SseStream) -> None:
+    while not stream.ended:
+        await stream.changed.wait()
+
+
+def find_session(http: HttpEndpoint, scope: Scope, identity: str | None) -> HttpSession | int:
+    """The request's session, or the HTTP status to refuse it with."""
+    values = header_values(scope, SESSION_HEADER)
+    if not values:
+        return 400
+    if len(values) > 1 or not _valid_session_id(values[0]):
+        return 400
+    session = http.sessions.get(values[0])
+    if session is None or session.closed or session.identity != identity:
+        return 404
+    return session
+
+
+async def refuse_session(send: Send, status: int, request_id: str | int | None = None) -> None:
+    """Answer 400 (no or malformed session id) or 404 (unknown or ended session)."""
+    if status == 400:
+        await fail(send, 400, "Bad Request: a valid Mcp-Session-Id header is required",
+                   request_id=request_id)
+    else:
+        await fail(send, 404, "Not Found: unknown or ended session", request_id=request_id)
+
+
+async def read_body(http: HttpEndpoint, receive: Receive, send: Send) -> bytes | None:
+    """The whole POST body, or None when the client left or it is too large (413 sent)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > http.max_body:
+            await fail(send, 413, f"Payload too large: at most {http.max_body} bytes")
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+async def post(
+    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
+    version: str | None,
+) -> None:
+    """Take one JSON-RPC message: 202 for a notification or response, an answer for a request."""
+    if not (wants(scope, "application/json") and wants(scope, "text/event-stream")):
+        await fail(send, 406, "Not Acceptable: Accept must list both application/json "
+                   "and text/event-stream")
+        return
+    content_type = (header(scope, "content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        await fail(send, 415, "Unsupported Media Type: Content-Type must be "
+                   "application/json")
+        return
+    body = await read_body(http, receive, send)
+    if body is None:
+        return
+    item = decode_message(body)
+    if isinstance(item, Undecodable):
+        await fail(send, 400, item.reason, code=item.code, request_id=item.id)
+        return
+    if http.stateless:
+        if not isinstance(item, Request):
+            await respond(send, 202)
+            return
+        session = await http.start_session(
+            identity, scope, pre_initialize=item.method != "initialize",
+            protocol_version=version,
+        )
+        try:
+            await answer(http, session, item, receive, send)
+        finally:
+            await http.end_session(session)
+        return
+    if isinstance(item, Request) and item.method == "initialize" and not header_values(
+        scope, SESSION_HEADER
+    ):
+        await initialize(http, item, identity, scope, send)
+        return
+    found = find_session(http, scope, identity)
+    if isinstance(found, int):
+        await refuse_session(send, found, item.id if isinstance(item, Request) else None)
+        return
+    session = found
+    session.busy += 1
+    try:
+        session.last_active = trio.current_time()
+        if not isinstance(item, Request):
+            await session.receive(item)
+            await respond(send, 202)
+        elif session.request_in_flight(item.id):
+            await fail(send, 409, "Conflict: a request with this id is in progress",
+                       request_id=item.id)
+        else:
+            await answer(http, session, item, receive, send)
+    finally:
+        session.busy -= 1
+        session.last_active = trio.current_time()
+
+
+async def initialize(
+    http: HttpEndpoint, item: Request, identity: str | None, scope: Scope, send: Send
+) -> None:
+    """Answer a POSTed ``initialize`` without a session: create one (JSON answer)."""
+    if len(http.sessions) >= http.max_sessions:
+        await fail(send, 503, "Service unavailable: too many sessions", request_id=item.id)
+        return
+    session = await http.start_session(identity, scope)
+    stream = session.open_stream(item.id, json=True)
+    await session.receive(item)
+    with trio.CancelScope(shield=True):
+        await _wait_ended(stream)
+    ok = stream.answer is not None and isinstance(decode_message(stream.answer), Response)
+    assert session.session_id is not None
+    if not ok:
+        await http.end_session(session)
+    audit.info("http session %s remote=%s identity=%s",
+               session.session_id if ok else "refused", scope.get("client"), identity)
+    extra = [(b"mcp-session-id", session.session_id.encode("ascii"))] if ok else []
+    await respond(send, 200, stream.answer or b"", [*_JSON, *extra])
+
+
+async def answer(
+    http: HttpEndpoint, session: HttpSession, item: Request, receive: Receive, send: Send
+) -> None:
+    """Hand a POSTed request to its session's peer and answer with JSON or an SSE stream."""
+    as_json = http.json_response or item.method in IMMEDIATE_METHODS
+    stream = session.open_stream(item.id, json=as_json)
+    extra = [] if session.session_id is None else [
+        (b"mcp-session-id", session.session_id.encode("ascii"))
+    ]
+    if as_json:
+        await session.receive(item)
+        ended = await until_disconnect(receive, partial(_wait_ended, stream))
+        if not ended:
+            return
+        if stream.answer is None:
+            await respond(send, 204, b"", extra)  # cancelled: never answered
+        else:
+            await respond(send, 200, stream.answer, [*_JSON, *extra])
+        return
+    primer = await session.prime(stream)
+    await session.receive(item)
+    await write_sse(http, session, stream, receive, send, encode_event(
+        b"", event_id=primer, retry=http.retry_ms), primer, extra)
+
+
+async def write_sse(
+    http: HttpEndpoint, session: HttpSession, stream: SseStream, receive: Receive, send: Send,
+    first: bytes, after: str | None, extra: list[tuple[bytes, bytes]],
+) -> None:
+    """Write one SSE connection of ``stream``, from ``first`` then the events after ``after``."""
+    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
+
+    async def body(data: bytes) -> None:
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def write() -> None:
+        await body(first)
+        await session.write_stream(
+            stream, body, after,
+            close_after=None if session.stateless else http.sse_close_after,
+        )
+
+    previous, stream.attached = stream.attached, trio.CancelScope()
+    if previous is not None:
+        previous.cancel()  # the client resumed: the old connection is dead to it
+    attached = stream.attached
+    try:
+        with attached:
+            completed = await until_disconnect(receive, write)
+        if completed:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        if stream.attached is attached:
+            stream.attached = None
+
+
+async def get(
+    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None
+) -> None:
+    """Open the standalone stream, or resume any stream with ``Last-Event-ID``."""
+    if not wants(scope, "text/event-stream"):
+        await fail(send, 406, "Not Acceptable: Accept must list text/event-stream")
+        return
+    if http.stateless:
+        await fail(send, 405, "Method not allowed: this server is stateless",
+                   headers=[(b"allow", b"POST")])
+        return
+    found = find_session(http, scope, identity)
+    if isinstance(found, int):
+        await refuse_session(send, found)
+        return
+    session = found
+    last = header(scope, "last-event-id")
+    stream = session.standalone
+    after = stream.cursor
+    if last is not None:
+        replay = await session.store.replay_events_after(last)
+        known = replay is not None and replay[0] in session.streams
+        if replay is None or not known:
+            await fail(send, 400, "Bad Request: unknown Last-Event-ID (the events "
+                       "after it are gone)")
+            return
+        stream, after = session.streams[replay[0]], last
+    if last is None:
+        # A second plain GET is refused; a resume (Last-Event-ID) replaces
+        # the old connection, which its client has given up on.
+        if stream.attached is not None:
+            await fail(send, 409, "Conflict: this session's stream is already open")
+            return
+        await session.prime(stream)
+    session.busy += 1
+    try:
+        extra = [(b"mcp-session-id", session.session_id.encode("ascii"))] if (
+            session.session_id) else []
+        await write_sse(http, session, stream, receive, send, encode_retry(http.retry_ms),
+                        after, extra)
+    finally:
+        session.busy -= 1
+        session.last_active = trio.current_time()
+
+
+async def delete(http: HttpEndpoint, scope: Scope, send: Send, identity: str | None) -> None:
+    """End the request's session (200); later requests for it get 404."""
+    if http.stateless:
+        await fail(send, 405, "Method not allowed: this server is stateless",
+                   headers=[(b"allow", b"POST")])
+        return
+    found = find_session(http, scope, identity)
+    if isinstance(found, int):
+        await refuse_session(send, found)
+        return
+    audit.info("http session %s deleted", found.session_id)
+    await http.end_session(found)
+    await respond(send, 200)
+

@@ -1,0 +1,342 @@
+"""The Streamable HTTP server transport (MCP 2025-11-25): an ASGI app, served by hypercorn.
+
+:class:`StreamableHttpApp` is a plain ASGI application, so it can be mounted in
+any ASGI server that runs on Trio; :func:`serve_http` serves it with
+hypercorn's Trio worker, started with ``nursery.start`` like
+:func:`~trio_mcp.serve_websocket`.
+
+One endpoint (``/mcp`` by default) takes ``POST`` (one JSON-RPC message),
+``GET`` (the session's stream of server-initiated messages, or the resumption
+of any stream with ``Last-Event-ID``) and ``DELETE`` (end the session). Each
+session (``Mcp-Session-Id``) is one :class:`MessageBus` and one server
+:class:`Peer` for its whole life; see :mod:`._http_session` for how messages
+are routed to streams.
+
+Answers: a request gets ``text/event-stream`` (a priming event with an id and
+empty data, ``retry``, related requests and notifications, then the response,
+then the stream ends), except ``initialize``, ``ping`` and ``tasks/get|list|
+cancel``, which answer at once and get ``application/json``
+(``json_response=True`` makes every answer JSON).
+
+Security defaults: bind 127.0.0.1; refuse (403) a ``Host`` that is not a
+loopback name (DNS rebinding) and an ``Origin`` that is not loopback or
+allowed; with ``tokens``/``authenticate``, every request needs a known bearer
+token (401 with ``WWW-Authenticate`` otherwise). A session is bound to the
+identity that created it: another identity gets 404, as an unknown session
+does. Sessions are never authentication.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, final
+
+import attrs
+import trio
+
+from .._util import unwrap_group
+from ..peer import App
+from ..peer._messages import SUPPORTED_PROTOCOL_VERSIONS
+from ._http_handlers import delete, get, post
+from ._http_policy import Authenticator, HttpPolicy, Receive, Scope, Send, fail, header, respond
+from ._http_session import HttpSession
+from ._http_store import EventStore, MemoryEventStore
+
+log = logging.getLogger("trio_mcp.transports")
+audit = logging.getLogger("trio_mcp.audit")
+
+#: Default largest accepted POST body.
+DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+#: Default seconds a session may stay idle (no request, no open stream).
+DEFAULT_SESSION_IDLE_TIMEOUT: Final = 1800.0
+#: Default live sessions at once; past it, ``initialize`` gets 503.
+DEFAULT_MAX_SESSIONS: Final = 1_000
+
+
+@final
+@attrs.define(eq=False)
+class StreamableHttpApp:
+    """The MCP endpoint as an ASGI application, over one :class:`App`.
+
+    Run its background part (sessions, the App's task registry, idle
+    expiry) with ``await nursery.start(http_app.run)`` before serving, or
+    let an ASGI server that runs the ``lifespan`` protocol on Trio start it.
+    :func:`serve_http` does both for you.
+
+    Attributes:
+        app: The tools and handlers to serve; its task registry is shared by
+            every session, and tasks belong to the authenticated identity.
+        path: The endpoint's path; ``None`` serves every path.
+        policy: Host, Origin and bearer-token checks (:class:`HttpPolicy`).
+        stateless: No sessions: every POST gets a fresh, pre-initialized
+            peer; ``GET`` gets 405; a server-to-client request fails with
+            -32600 (no stream could carry it back).
+        json_response: Answer every request with ``application/json``
+            (related server messages then go to the ``GET`` stream).
+        session_idle_timeout: Seconds a session with no request in progress
+            and no open stream lives on; ``None``: until ``DELETE``.
+        retry_ms: The ``retry`` sent to clients, in milliseconds.
+        keepalive: Seconds of silence after which an open stream gets a
+            comment line; ``None`` disables.
+        sse_close_after: Close each SSE connection after this many seconds
+            (the stream goes on; the client reconnects after ``retry_ms``
+            with ``Last-Event-ID``); ``None``: keep it open.
+        event_store: Makes the event store of a new session, given its id
+            (``""`` in stateless mode); a bounded :class:`MemoryEventStore`
+            by default.
+        max_body: Largest POST body (413 beyond).
+        max_sessions: Live sessions at once (503 beyond).
+    """
+
+    app: App
+    path: str | None = "/mcp"
+    policy: HttpPolicy = attrs.field(factory=HttpPolicy)
+    stateless: bool = False
+    json_response: bool = False
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT
+    retry_ms: int = 1_000
+    keepalive: float | None = 15.0
+    sse_close_after: float | None = None
+    event_store: Callable[[str], EventStore] = lambda _: MemoryEventStore()
+    max_body: int = DEFAULT_MAX_BODY
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    sessions: dict[str, HttpSession] = attrs.field(factory=dict, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+
+    # --- background ---------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the sessions, the App's task registry and idle expiry until cancelled.
+
+        Cancellation: this is how it stops: every session ends (its peer's
+            handlers cancelled, its streams ended), then every task actor.
+        """
+        with unwrap_group():
+            async with self.app.registry.running(), trio.open_nursery() as nursery:
+                self._nursery = nursery
+                try:
+                    if self.session_idle_timeout is not None:
+                        nursery.start_soon(self._expire_idle, self.session_idle_timeout)
+                    task_status.started()
+                    await trio.sleep_forever()
+                finally:
+                    self._nursery = None
+                    self.sessions.clear()
+
+    async def _expire_idle(self, idle: float) -> None:
+        while True:
+            await trio.sleep(max(idle / 4, 0.05))
+            now = trio.current_time()
+            for session in list(self.sessions.values()):
+                attached = any(s.attached is not None for s in session.streams.values())
+                if session.busy == 0 and not attached and now - session.last_active > idle:
+                    log.info("HTTP session %s expired", session.session_id)
+                    await self.end_session(session)
+
+    def close_sse_stream(self, session_id: str, request_id: str | int) -> bool:
+        """Close the connection of a request's SSE stream, to make the client poll.
+
+        The stream goes on: the server sends ``retry`` and closes the HTTP
+        response; the client reconnects with ``Last-Event-ID`` after
+        ``retry_ms`` and gets every event after it, the response included.
+        A tool reaches its ids as ``ctx.peer.bus.info["session_id"]`` and
+        ``ctx.request_id``.
+
+        Returns:
+            False when the session or the request's SSE stream is not open.
+        """
+        session = self.sessions.get(session_id)
+        return session is not None and session.close_connection(request_id)
+
+    async def end_session(self, session: HttpSession) -> None:
+        """End ``session`` now (as ``DELETE`` does): later requests for it get 404.
+
+        Cancellation: the session still ends; the wait for it may be cut short.
+        """
+        if session.session_id is not None:
+            self.sessions.pop(session.session_id, None)
+        await session.close()
+
+    async def start_session(
+        self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
+        protocol_version: str | None = None,
+    ) -> HttpSession:
+        assert self._nursery is not None
+        session_id = None if self.stateless else secrets.token_urlsafe(32)
+        client = scope.get("client")
+        info = {
+            "transport": "http",
+            "path": scope.get("path"),
+            "session_id": session_id,
+            "remote": f"{client[0]}:{client[1]}" if client else None,
+        }
+        session = HttpSession(
+            session_id, identity, self.event_store(session_id or ""), info,
+            stateless=self.stateless, retry_ms=self.retry_ms, keepalive=self.keepalive,
+            last_active=trio.current_time(), protocol_version=protocol_version,
+            pre_initialize=pre_initialize,
+        )
+        await self._nursery.start(session.run, self.app)
+        if session_id is not None:
+            self.sessions[session_id] = session
+        return session
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point (HTTP and lifespan scopes)."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            await self._http(scope, receive, send)
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+            log.debug("HTTP client went away: %r", group.exceptions)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        async with trio.open_nursery() as nursery:
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    if self._nursery is None:
+                        await nursery.start(self.run)
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    nursery.cancel_scope.cancel()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if self.policy.resource_metadata is not None and scope["method"] == "GET" and (
+            path == self.policy.metadata_path(self.path)
+        ):
+            await self.policy.serve_metadata(scope, send, self.path)
+            return
+        if self.path is not None and path != self.path:
+            await respond(send, 404, b"Not Found\n", [(b"content-type", b"text/plain")])
+            return
+        refused = self.policy.refusal(scope)
+        if refused is not None:
+            audit.warning("http refused remote=%s reason=%s", scope.get("client"), refused[1])
+            await fail(send, 403, f"Forbidden: {refused[1]}")
+            return
+        identity = await self.policy.authenticate_request(scope, send, self.path)
+        if identity is False:
+            return
+        if self._nursery is None:
+            await fail(send, 503, "Service unavailable: the MCP endpoint is not running")
+            return
+        version = header(scope, "mcp-protocol-version")
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+            await fail(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            return
+        method = scope["method"]
+        if method == "POST":
+            await post(self, scope, receive, send, identity, version)
+        elif method == "GET":
+            await get(self, scope, receive, send, identity)
+        elif method == "DELETE":
+            await delete(self, scope, send, identity)
+        else:
+            allow = b"POST, DELETE" if self.stateless else b"GET, POST, DELETE"
+            await fail(send, 405, "Method not allowed", headers=[(b"allow", allow)])
+
+
+
+@final
+@attrs.frozen
+class HttpAddress:
+    """Where :func:`serve_http` listens; what ``nursery.start`` returns.
+
+    Attributes:
+        host: The host the server was bound to, as given.
+        port: The bound port (the one the kernel chose, for port 0).
+        path: The MCP endpoint's path.
+    """
+
+    host: str
+    port: int
+    path: str = "/mcp"
+
+    @property
+    def url(self) -> str:
+        """The endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.path}"
+
+
+def _bound_port(binds: list[str]) -> int:
+    port = urllib.parse.urlsplit(binds[0]).port
+    assert port is not None
+    return port
+
+
+async def serve_http(
+    app: App | StreamableHttpApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    path: str = "/mcp",
+    tokens: Mapping[str, str] | None = None,
+    authenticate: Authenticator | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    stateless: bool = False,
+    json_response: bool = False,
+    task_status: trio.TaskStatus[HttpAddress] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` over Streamable HTTP with hypercorn's Trio worker, until cancelled.
+
+    Start it with ``address = await nursery.start(serve_http, app)``;
+    ``address.url`` is the endpoint. Pass a configured
+    :class:`StreamableHttpApp` for the options not listed here (then leave
+    the keyword options at their defaults; they are ignored).
+
+    Args:
+        app: The App to serve, or a :class:`StreamableHttpApp` wrapping one.
+        host: The interface to bind: loopback by default. Beyond loopback,
+            set ``allowed_hosts`` (the names clients use) and use tokens.
+        port: The TCP port; 0 lets the kernel choose.
+        path: The endpoint's path.
+        tokens: Bearer token -> identity (see :class:`HttpPolicy`).
+        authenticate: Token -> identity callback for tokens not in ``tokens``.
+        allowed_origins: Origins allowed besides loopback ones.
+        allowed_hosts: ``Host`` names allowed (loopback names by default).
+        stateless: No sessions (see :class:`StreamableHttpApp`).
+        json_response: Answer every request with ``application/json``.
+        task_status: Given an :class:`HttpAddress` once listening.
+
+    Raises:
+        OSError: The address could not be bound.
+
+    Cancellation: this is how the server stops: open connections are
+        closed, every session ends, then every task actor is cancelled.
+    """
+    import hypercorn.config
+    import hypercorn.trio
+
+    if isinstance(app, App):
+        app = StreamableHttpApp(
+            app, path, HttpPolicy(tokens, authenticate, allowed_origins, allowed_hosts),
+            stateless=stateless, json_response=json_response,
+        )
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    config = hypercorn.config.Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.accesslog = None
+    config.graceful_timeout = 0.5
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.run)
+            binds = await nursery.start(hypercorn.trio.serve, app, config)
+            address = HttpAddress(host, _bound_port(binds), app.path or "/")
+            log.info("serving MCP over Streamable HTTP at %s", address.url)
+            task_status.started(address)

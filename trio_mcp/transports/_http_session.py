@@ -1,0 +1,387 @@
+"""One Streamable HTTP session: one bus, one server :class:`Peer`, many SSE streams.
+
+The session runs the peer for its whole life (not per POST) and routes what
+the peer sends to the right stream:
+
+* a response goes to the stream of the POST that carried its request, and
+  ends that stream;
+* a request or notification sent while handling a client request (its
+  ``related_request_id``), and a progress notification carrying the
+  progress token of a request, go to that request's stream while the
+  stream has not ended; anything else goes to the session's standalone
+  stream, which a ``GET`` reads.
+
+Every event is kept in the session's :class:`EventStore` before any
+connection writes it, so a dropped connection loses nothing: the client
+resumes with ``GET`` + ``Last-Event-ID``. A connection going away never
+cancels work; only ``notifications/cancelled`` does (and that ends the
+cancelled request's stream, which will never get a response).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, final
+
+import attrs
+import trio
+
+from .._errors import INVALID_REQUEST
+from ..peer import App, BusEnds, Message, MessageBus, Peer, Role, encode_for_wire, open_bus
+from ..peer._messages import (
+    LATEST_PROTOCOL_VERSION,
+    ErrorData,
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from ._http_store import EventStore
+from ._sse import encode_comment, encode_event, encode_retry
+
+log = logging.getLogger("trio_mcp.transports")
+
+#: Ended streams a session remembers, so a client can still resume them.
+MAX_ENDED_STREAMS: Final = 64
+#: The stream id of the session's standalone (GET) stream.
+STANDALONE: Final = "0"
+_STATELESS_INIT_ID: Final = "trio-mcp-stateless-initialize"
+_NO_SERVER_REQUESTS: Final = (
+    "Server-to-client requests are not available: this Streamable HTTP server is "
+    "stateless, so the client has no stream to receive them on"
+)
+
+SendBody = Callable[[bytes], Awaitable[None]]
+
+
+@final
+@attrs.define(eq=False)
+class SseStream:
+    """One logical SSE stream of a session: a POST's answer stream or the standalone one.
+
+    Attributes:
+        stream_id: Names the stream inside its event ids.
+        request_id: The request whose answer ends it (None: standalone).
+        json: The POST asked for a JSON answer: only the response is kept.
+        answer: The encoded response, for a JSON stream.
+        ended: No more events will be added.
+        cursor: For the standalone stream: the last event id a connection wrote.
+        attached: A connection is writing this stream now.
+        poll: Close the connection (not the stream) once caught up.
+    """
+
+    stream_id: str
+    request_id: RequestId | None = None
+    json: bool = False
+    answer: bytes | None = None
+    ended: bool = False
+    cursor: str | None = None
+    attached: trio.CancelScope | None = None
+    poll: bool = False
+    changed: trio.Event = attrs.field(factory=trio.Event)
+
+    def wake(self) -> None:
+        """Wake whoever waits for news on this stream."""
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def end(self) -> None:
+        """No more events: connections finish writing and close."""
+        self.ended = True
+        self.wake()
+
+
+@final
+@attrs.define(eq=False)
+class HttpSession:
+    """A session's peer, streams and events. Created and driven by the HTTP app.
+
+    Attributes:
+        session_id: The ``Mcp-Session-Id`` (None in stateless mode).
+        identity: The authenticated identity that created it, if any; every
+            later request must carry the same one.
+        store: Its events.
+        stateless: One POST only: no server-to-client requests, no GET.
+        last_active: ``trio.current_time()`` of the last request.
+        busy: HTTP requests being served now (an idle session has none).
+    """
+
+    session_id: str | None
+    identity: str | None
+    store: EventStore
+    info: dict[str, Any]
+    stateless: bool = False
+    retry_ms: int = 1_000
+    keepalive: float | None = 15.0
+    last_active: float = 0.0
+    busy: int = 0
+    protocol_version: str | None = None
+    pre_initialize: bool = True
+    peer: Peer | None = attrs.field(default=None, init=False)
+    bus: MessageBus = attrs.field(init=False)
+    ends: BusEnds = attrs.field(init=False)
+    streams: dict[str, SseStream] = attrs.field(factory=dict, init=False)
+    by_request: dict[RequestId, SseStream] = attrs.field(factory=dict, init=False)
+    by_progress_token: dict[str | int, SseStream] = attrs.field(factory=dict, init=False)
+    closed: bool = attrs.field(default=False, init=False)
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.bus, self.ends = open_bus(context=self.identity, info=self.info)
+        self.streams[STANDALONE] = SseStream(STANDALONE)
+
+    @property
+    def standalone(self) -> SseStream:
+        """The stream a ``GET`` reads: messages related to no open request."""
+        return self.streams[STANDALONE]
+
+    # --- running ---------------------------------------------------------------------
+
+    async def run(self, app: App, *, task_status: trio.TaskStatus[None]) -> None:
+        """Run the peer and the outgoing router until :meth:`close` (or cancellation).
+
+        Cancellation: the peer's handlers are cancelled (tasks live on in
+            the App's registry); every stream ends.
+        """
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._route)
+                    # Where the first GET starts: everything the peer sends
+                    # before it is kept for it.
+                    self.standalone.cursor = await self.store.store_event(STANDALONE, b"")
+                    self.peer = Peer(app, self.bus, Role.SERVER)
+                    await nursery.start(self.peer.run)
+                    if self.stateless and self.pre_initialize:
+                        await self._stateless_handshake()
+                    task_status.started()
+        finally:
+            self.closed = True
+            for stream in self.streams.values():
+                stream.end()
+            self._done.set()
+            with trio.CancelScope(shield=True):
+                await self.store.forget()
+
+    async def _stateless_handshake(self) -> None:
+        # Each stateless POST gets a fresh peer: initialize it on the
+        # client's behalf (the client's answer is swallowed by the router).
+        self.by_request[_STATELESS_INIT_ID] = SseStream("x", _STATELESS_INIT_ID, json=True)
+        await self.ends.to_peer.send(Request(_STATELESS_INIT_ID, "initialize", {
+            "protocolVersion": self.protocol_version or LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "stateless-http-client", "version": "0"},
+        }))
+        stream = self.by_request[_STATELESS_INIT_ID]
+        while not stream.ended:
+            await stream.changed.wait()
+        del self.by_request[_STATELESS_INIT_ID]
+        await self.ends.to_peer.send(Notification("notifications/initialized"))
+
+    async def close(self) -> None:
+        """End the session: stop the peer, end every stream, drop the events.
+
+        Cancellation: the session still ends; the wait for it may be cut short.
+        """
+        self._scope.cancel()
+        await self._done.wait()
+
+    # --- from the client ---------------------------------------------------------------
+
+    def open_stream(self, request_id: RequestId, *, json: bool) -> SseStream:
+        """Register the stream that will carry the answer to ``request_id``."""
+        stream = SseStream(str(next(self._ids)), request_id, json=json)
+        self._prune()
+        if not json:
+            self.streams[stream.stream_id] = stream
+        self.by_request[request_id] = stream
+        return stream
+
+    def _prune(self) -> None:
+        # Keep the latest ended streams (for resumes) and every live one.
+        ended = [s for s in self.streams.values() if s.ended and s.stream_id != STANDALONE]
+        for stream in ended[: max(0, len(ended) - MAX_ENDED_STREAMS)]:
+            del self.streams[stream.stream_id]
+        for request_id, stream in list(self.by_request.items()):
+            if stream.ended and stream.stream_id not in self.streams:
+                del self.by_request[request_id]
+        for token, stream in list(self.by_progress_token.items()):
+            if stream.ended:
+                del self.by_progress_token[token]
+
+    def close_connection(self, request_id: RequestId) -> bool:
+        """Close the connection carrying ``request_id``'s stream, not the stream itself.
+
+        The writer sends ``retry`` and closes; the client resumes with
+        ``Last-Event-ID`` and gets everything after it. Returns False when
+        the request has no open SSE stream.
+        """
+        stream = self.by_request.get(request_id)
+        if stream is None or stream.ended or stream.json:
+            return False
+        stream.poll = True  # the open connection, or the next one
+
+        stream.wake()
+        return True
+
+    def request_in_flight(self, request_id: RequestId) -> bool:
+        """True when a stream already waits for the answer to ``request_id``."""
+        stream = self.by_request.get(request_id)
+        return stream is not None and not stream.ended
+
+    async def receive(self, msg: Message) -> None:
+        """Hand one message from the client to the peer, waiting for room.
+
+        Raises:
+            trio.ClosedResourceError, trio.BrokenResourceError: The session ended.
+
+        Cancellation: the message may or may not have been handed over.
+        """
+        if isinstance(msg, Notification) and msg.method == "notifications/cancelled":
+            request_id = (msg.params or {}).get("requestId")
+            if isinstance(request_id, str | int):
+                stream = self.by_request.get(request_id)
+                if stream is not None and not stream.ended:
+                    # A cancelled request is never answered: end its stream
+                    # once the events already routed to it are written.
+                    stream.end()
+        elif isinstance(msg, Request):
+            meta = (msg.params or {}).get("_meta")
+            token = meta.get("progressToken") if isinstance(meta, dict) else None
+            stream = self.by_request.get(msg.id)
+            if isinstance(token, str | int) and stream is not None:
+                self.by_progress_token[token] = stream
+        await self.ends.to_peer.send(msg)
+
+    # --- to the client -------------------------------------------------------------------
+
+    async def _send_to_peer(self, msg: Message) -> None:
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.ends.to_peer.send(msg)
+
+    async def _route(self) -> None:
+        async with self.ends.from_peer:
+            async for msg in self.ends.from_peer:
+                await self._deliver(msg)
+
+    def _stream_for(self, msg: Message) -> SseStream | None:
+        if isinstance(msg, Response | ErrorResponse):
+            # A response only ever goes on its request's stream (never on the
+            # GET stream); with that stream ended (the request was cancelled),
+            # it is dropped.
+            stream = self.by_request.get(msg.id) if msg.id is not None else None
+            return stream if stream is not None and not stream.ended else None
+        related = getattr(msg, "related_request_id", None)
+        stream = None
+        if isinstance(related, str | int) and not isinstance(related, bool):
+            stream = self.by_request.get(related)
+        elif isinstance(msg, Notification) and msg.method == "notifications/progress":
+            # Progress names its request by the token the request carried.
+            token = (msg.params or {}).get("progressToken")
+            if isinstance(token, str | int):
+                stream = self.by_progress_token.get(token)
+        if stream is not None and not stream.ended and not stream.json:
+            return stream
+        return self.standalone
+
+    async def _deliver(self, msg: Message) -> None:
+        if self.stateless and isinstance(msg, Request):
+            # Answered from another task: the peer may be waiting on this
+            # router to take its next message.
+            assert self._nursery is not None
+            self._nursery.start_soon(self._send_to_peer, ErrorResponse(
+                msg.id, ErrorData(INVALID_REQUEST, _NO_SERVER_REQUESTS)))
+            return
+        data = encode_for_wire(msg)
+        if data is None:
+            log.error("dropped a message that cannot be encoded as JSON: %.200r", msg)
+            return
+        stream = self._stream_for(msg)
+        if stream is None:
+            log.debug("session %s: dropped a response with no open stream", self.session_id)
+            return
+        is_answer = isinstance(msg, Response | ErrorResponse) and stream is not self.standalone
+        if stream.json:
+            stream.answer = data
+            stream.end()
+            return
+        if self.stateless and stream is self.standalone:
+            log.debug("stateless session: dropped an unrelated %s", type(msg).__name__)
+            return
+        await self.store.store_event(stream.stream_id, data)
+        if is_answer:
+            stream.end()
+        else:
+            stream.wake()
+
+    async def prime(self, stream: SseStream) -> str:
+        """Store a priming event (an id, no data) on ``stream``; return its id."""
+        return await self.store.store_event(stream.stream_id, b"")
+
+    async def write_stream(
+        self,
+        stream: SseStream,
+        send: SendBody,
+        after: str | None,
+        *,
+        close_after: float | None = None,
+    ) -> None:
+        """Write ``stream``'s events after event id ``after`` to one connection.
+
+        Returns when the stream has ended and everything is written, when
+        ``close_after`` seconds have passed (the stream goes on: the client
+        reconnects after ``retry``), or when the events after ``after`` are
+        no longer kept (the client cannot resume).
+
+        Cancellation: stops writing; the stream and its events stay, for a
+            resume.
+        """
+        cursor = after
+        deadline = trio.current_time() + close_after if close_after is not None else None
+        while True:
+            changed = stream.changed
+            if cursor is None:
+                events: list[tuple[str, bytes]] = []
+            else:
+                found = await self.store.replay_events_after(cursor)
+                if found is None:
+                    if self.closed:
+                        return  # the session ended and its events with it
+                    log.warning("session %s: events of stream %s are gone", self.session_id,
+                                stream.stream_id)
+                    return
+                events = found[1]
+            for event_id, data in events:
+                # Empty data: a priming event, written too so that the client
+                # learns its id (it dispatches no message for it).
+                await send(encode_event(data, event_id=event_id))
+                cursor = event_id
+                if stream is self.standalone:
+                    stream.cursor = cursor
+            if stream.ended and not changed.is_set():
+                return
+            if stream.poll and not changed.is_set():
+                stream.poll = False
+                await send(encode_retry(self.retry_ms))
+                return
+            if changed.is_set():
+                continue
+            limit = self.keepalive if self.keepalive is not None else float("inf")
+            if deadline is not None:
+                limit = min(limit, deadline - trio.current_time())
+            with trio.move_on_after(max(limit, 0)):
+                await changed.wait()
+                continue
+            if deadline is not None and trio.current_time() >= deadline:
+                # Close the connection, not the stream: the client polls.
+                await send(encode_retry(self.retry_ms))
+                return
+            await send(encode_comment("keep-alive"))

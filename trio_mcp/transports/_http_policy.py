@@ -18,7 +18,7 @@ import trio
 from .._errors import INVALID_REQUEST
 from ..peer import encode_for_wire
 from ..peer._messages import ErrorData, ErrorResponse
-from ._websocket import origin_allowed
+from ._websocket_server import origin_allowed
 
 log = logging.getLogger("trio_mcp.transports")
 audit = logging.getLogger("trio_mcp.audit")

@@ -436,3 +436,22 @@ async def test_tool_schemas_object_with_async_call_is_awaited() -> None:
     async with trio_mcp.open_memory_pair(app) as (client, _):
         result = await client.call_tool("greet", {"name": "ann"})
     assert result.text == "hi ann"
+
+
+async def test_tool_schemas_list_any_of_content_blocks_is_sent_as_content() -> None:
+    # The conformance suite's image/audio/mixed-content tools return content blocks
+    # from a function annotated ``-> list[Any]``: no outputSchema, content as given.
+    from trio_mcp.peer._messages import ImageContent
+
+    app = trio_mcp.App("content")
+
+    @app.tool
+    async def picture() -> list[Any]:
+        return [TextContent("look:"), ImageContent(data="iVBORw0KGgo=", mime_type="image/png")]
+
+    async with trio_mcp.open_memory_pair(app) as (client, _):
+        (tool,) = await client.list_all_tools()
+        assert tool.output_schema is None
+        result = await client.call_tool("picture")
+        assert not result.is_error and result.structured_content is None
+        assert [type(block).__name__ for block in result.content] == ["TextContent", "ImageContent"]

@@ -63,12 +63,18 @@ _TASK_SUPPORT: Final = ("forbidden", "optional", "required")
 def _is_content_annotation(annotation: Any) -> bool:
     """True for return annotations that are MCP content, not structured output.
 
-    ``CallToolResult``, content blocks (any trio-mcp attrs class), and lists
-    or unions holding one.
+    ``CallToolResult``, content blocks (any trio-mcp attrs class), lists or
+    unions holding one, and a bare ``list`` / ``list[Any]`` (which may hold
+    content blocks: such a tool's return is sent as content, as it always was,
+    with no ``outputSchema`` it might not keep).
     """
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = annotation.__origin__
+    if annotation is list:
+        return True
     origin = typing.get_origin(annotation)
+    if origin is list and typing.get_args(annotation) in ((), (Any,)):
+        return True
     if origin in (typing.Union, types.UnionType, list):
         return any(_is_content_annotation(a) for a in typing.get_args(annotation))
     cls = origin or annotation

@@ -47,6 +47,7 @@ async def test_stdio_client_init_timeout(autojump_clock: trio.testing.MockClock)
         async with trio_mcp.open_stdio_client(SILENT):
             pytest.fail("the block must not start")
     assert isinstance(got.value, InitializeTimeout)
+    assert isinstance(got.value, trio_mcp.HandshakeTimeout) and isinstance(got.value, TimeoutError)
     # Then the server was stopped: stdin closed, 2 s; SIGTERM (mock clock, no real wait).
     assert trio.current_time() - start >= 30
 

@@ -23,6 +23,7 @@ from ._errors import (
     RESOURCE_LIMIT as RESOURCE_LIMIT,
 )
 from ._errors import ConnectionClosed as ConnectionClosed
+from ._errors import HandshakeTimeout as HandshakeTimeout
 from ._errors import LocalUsageError as LocalUsageError
 from ._errors import McpError as McpError
 from ._errors import RemoteError as RemoteError
@@ -160,6 +161,7 @@ __all__ = [
     "ElicitResult",
     "ErrorResponse",
     "EventStore",
+    "HandshakeTimeout",
     "HttpAddress",
     "HttpPolicy",
     "IllegalTransition",

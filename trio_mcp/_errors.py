@@ -79,6 +79,15 @@ class ConnectionClosed(TrioMcpError):
     """
 
 
+class HandshakeTimeout(ConnectionClosed, TimeoutError):
+    """The other side did not answer ``initialize`` in time; the connection is closed.
+
+    Raised by the clients' ``init_timeout`` (``open_stdio_client``,
+    ``open_websocket_client``); a :class:`ConnectionClosed` and a
+    :class:`TimeoutError`, so either ``except`` catches it.
+    """
+
+
 class LocalUsageError(TrioMcpError):
     """The API was used in a way the protocol forbids; nothing was sent.
 

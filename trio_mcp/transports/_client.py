@@ -24,75 +24,24 @@ client context manager.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Final
 
 import trio
-import trio_websocket
 
-from .._errors import ConnectionClosed
+from .._errors import HandshakeTimeout
+from .._util import interrupt_wins as interrupt_wins
+from .._util import is_interrupt as is_interrupt
 from ..peer import App, Implementation, MessageBus, Peer, Role, open_peer
 
 #: Seconds a server has to answer ``initialize``, by default.
 INIT_TIMEOUT: Final = 30.0
 
 
-class InitializeTimeout(ConnectionClosed):
-    """The server did not answer ``initialize`` in time; the connection is closed.
-
-    A :class:`ConnectionClosed`, so callers need not know it; the CLI tells
-    it apart to suggest ``--timeout``.
-    """
-
-#: What a connection ending because of the interrupt can raise besides it.
-_CONSEQUENCES = (
-    KeyboardInterrupt,
-    trio.Cancelled,
-    ConnectionClosed,
-    trio.BrokenResourceError,
-    trio.ClosedResourceError,
-    trio_websocket.ConnectionClosed,
-)
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    """The exceptions inside groups, and inside a ``TrioInternalError``'s cause."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    elif isinstance(exc, trio.TrioInternalError) and isinstance(exc.__cause__, BaseException):
-        yield from _leaves(exc.__cause__)
-    else:
-        yield exc
-
-
-def is_interrupt(exc: BaseException) -> bool:
-    """True when ``exc`` is, or holds, a KeyboardInterrupt and only its consequences."""
-    leaves = list(_leaves(exc))
-    return any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves) and all(
-        isinstance(leaf, _CONSEQUENCES) for leaf in leaves
-    )
-
-
-@contextmanager
-def interrupt_wins() -> Iterator[None]:
-    """Re-raise a KeyboardInterrupt that met a closing connection as itself.
-
-    Turns ``TrioInternalError`` from ``Nursery.start`` whose cause holds a
-    ``KeyboardInterrupt``, and an ExceptionGroup of a ``KeyboardInterrupt``
-    with connection errors (:class:`ConnectionClosed`, broken or closed
-    streams, ``Cancelled``), into a plain ``KeyboardInterrupt`` chained to
-    the original. Any other exception, or a group holding anything else,
-    passes through unchanged.
-    """
-    try:
-        yield
-    except (trio.TrioInternalError, BaseExceptionGroup) as exc:
-        if is_interrupt(exc):
-            raise KeyboardInterrupt from exc
-        raise
-
+#: The server did not answer ``initialize`` in time (the public
+#: :class:`trio_mcp.HandshakeTimeout`, a :class:`ConnectionClosed`).
+InitializeTimeout = HandshakeTimeout
 
 @asynccontextmanager
 async def open_client_peer(

@@ -16,7 +16,7 @@ from typing import final
 
 import trio
 
-from ..._util import unwrap_group
+from ..._util import interrupt_wins, unwrap_group
 from .._messages import Implementation
 from .._session import MessageBus
 from ._app import App
@@ -130,7 +130,9 @@ async def open_peer(
             failed (client role).
     """
     peer = Peer(app, bus, role, client_info=client_info)
-    with unwrap_group():
+    # interrupt_wins: a Ctrl-C meeting a failing handshake inside nursery.start
+    # is a plain KeyboardInterrupt, never a TrioInternalError.
+    with interrupt_wins(), unwrap_group():
         async with trio.open_nursery() as nursery:
             await nursery.start(peer.run)
             try:

@@ -224,6 +224,10 @@ class Client:
                 if "id" in msg and (self.echo or "method" not in msg):
                     yield msg
 
+    def close_slowly(self) -> None:
+        """Close stdin and give the server (under valgrind) time to exit on its own."""
+        self.close(timeout=300)
+
     # --- session ------------------------------------------------------------------
 
     def initialize(self) -> None:
@@ -247,11 +251,11 @@ class Client:
                     return int(line.split()[1]) * 1024
         raise RuntimeError("no VmRSS")
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5) -> None:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.close()
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=timeout)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()

@@ -242,7 +242,8 @@ class Session(Outbound):
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve, req, handler, scope)
+        # Named by its method: Trio need not format a name per request.
+        self._nursery.start_soon(self._serve, req, handler, scope, name=req.method)
 
     async def _serve(self, req: Request, handler: RequestHandler, scope: trio.CancelScope) -> None:
         """Run one request's handler and answer it: the one place errors become wire errors."""

@@ -410,6 +410,7 @@ ROWS: list[tuple[str, str, str, bool, int]] = [
     ("tasks", "get_p50_ms", "tasks/get p50 (ms)", False, 3),
     ("tasks", "get_p99_ms", "tasks/get p99 (ms)", False, 3),
     ("tasks", "cancel_s", "cancel all N, 200 in flight (s)", False, 2),
+    ("tasks", "cancel_s_per_10k", "  cancel time per 10,000 tasks (s)", False, 2),
     ("tasks", "cancel_cpu_us", "  server CPU per cancel (us)", False, 0),
     ("tasks", "tasks", "  N", True, 0),
 ]
@@ -435,7 +436,7 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
 
     def ratio(w: str, k: str, higher: bool, other: str) -> str:
         ours, theirs = med.get(("trio", w, k)), med.get((other, w, k))
-        if not ours or not theirs or k == "tasks":
+        if not ours or not theirs or k == "tasks" or (k == "cancel_s" and other == "mcp130"):
             return ""
         return f"{(ours / theirs if higher else theirs / ours):.2f}x"
 
@@ -502,8 +503,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", help="comma-separated keys: trio,ts,mcp130,floor")
     parser.add_argument("--trio-server", choices=("example", "bench"), default="example")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
-    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--json", metavar="PATH", help="write every raw result to PATH")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="print the table of an earlier run's --json file (runs nothing)")
     args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as f:
+            raw = json.load(f)
+        loaded = {tuple(key.split(" ", 1)): v for key, v in raw.items()}
+        known = servers(args.tasks, args.tasks_mcp, args.trio_server)
+        print(report(known, loaded, {}))  # type: ignore[arg-type]
+        return 0
     p = {"warmup": 200, "task_warmup": 50, "duration": args.duration, "window": 200,
          "tasks": args.tasks, "gets": 1_000}
     if args.quick:

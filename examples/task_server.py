@@ -3,6 +3,7 @@
 Run it over stdio (the default), as MCP clients spawn servers:
 
     python examples/task_server.py
+    python examples/task_server.py --max-live-tasks 20000   # room for 20,000 running tasks
 
 Tools:
     echo {text}                      plain only (taskSupport forbidden)
@@ -97,14 +98,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
     parser.add_argument("--token", help="require this bearer token (WebSocket only)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    parser.add_argument(
+        "--max-live-tasks",
+        type=int,
+        metavar="N",
+        help="let each requestor run N tasks at once (default 1,024); the total cap "
+        "(records kept, finished ones included) becomes at least 4 N",
+    )
     args = parser.parse_args(argv)
+    limits = trio_mcp.TaskLimits()
+    if args.max_live_tasks is not None:
+        if args.max_live_tasks < 1:
+            parser.error("--max-live-tasks must be at least 1")
+        limits = trio_mcp.TaskLimits(
+            max_live_per_requestor=args.max_live_tasks,
+            max_tasks=max(limits.max_tasks, 4 * args.max_live_tasks),
+        )
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     if args.ws:
         host, _, port = args.ws.rpartition(":")
         tokens = {args.token: "token-user"} if args.token else None
-        trio.run(serve_websocket, build_app(), host or "127.0.0.1", int(port), tokens)
+        trio.run(serve_websocket, build_app(limits), host or "127.0.0.1", int(port), tokens)
     else:
-        trio.run(trio_mcp.serve_stdio, build_app())
+        trio.run(trio_mcp.serve_stdio, build_app(limits))
 
 
 if __name__ == "__main__":

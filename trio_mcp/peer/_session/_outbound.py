@@ -43,6 +43,8 @@ message_observers: list[Callable[[str, dict[str, Any], str | None], None]] = []
 
 #: Notifications queued for a slow connection before new ones are dropped.
 NOTIFICATION_QUEUE: Final = 4_096
+#: Queued notifications one sender carries ahead of its own message when the bus is full.
+_NOTES_PER_SEND: Final = 4
 
 #: The id of the incoming request whose handler is running in this Trio task
 #: (inherited by the tasks it starts). Outgoing requests and notifications
@@ -73,6 +75,8 @@ class Outbound:
     connection_id: int = attrs.field(factory=lambda: next(_connection_ids))
     pending: PendingRequests = attrs.field(init=False)
     _closed: bool = attrs.field(default=False, init=False)
+    #: Notifications in the queue (not yet taken by a sender).
+    _queued_notes: int = attrs.field(default=0, init=False)
     _notes_send: trio.MemorySendChannel[Message] = attrs.field(init=False)
     _notes_recv: trio.MemoryReceiveChannel[Message] = attrs.field(init=False)
 
@@ -86,13 +90,60 @@ class Outbound:
         return not self._closed
 
     async def _pump_notifications(self) -> None:
-        async for msg in self._notes_recv:
-            if message_observers:
-                self._observe("sent", msg)
+        # Queued notifications also leave ahead of every message sent with
+        # send() (see _flush_notes): this pump is for a connection that
+        # sends nothing else meanwhile.
+        notes = self._notes_recv
+        try:
+            while True:
+                try:
+                    msg = notes.receive_nowait()
+                except trio.WouldBlock:
+                    msg = await notes.receive()
+                self._queued_notes -= 1
+                if message_observers:
+                    self._observe("sent", msg)
+                await self._put(msg)
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+
+    async def _put(self, msg: Message) -> None:
+        # No schedule point while the bus has room: the writer is woken all
+        # the same, and it saves a scheduler pass per message.
+        outgoing = self.bus.outgoing
+        try:
+            outgoing.send_nowait(msg)
+        except trio.WouldBlock:
+            await outgoing.send(msg)
+
+    async def _flush_notes(self) -> None:
+        """Send queued notifications, oldest first, ahead of the caller's message.
+
+        While the bus has room they all go at once. When it is full and
+        other senders wait too (pipelined requests), the lone pump task gets
+        one slot per writer round while answers keep queueing new
+        notifications, so the queue grew until they were dropped: then each
+        sender carries up to :data:`_NOTES_PER_SEND` of them, in order,
+        which drains them faster than one answer makes them.
+        """
+        notes = self._notes_recv
+        outgoing = self.bus.outgoing
+        carried = 0
+        while self._queued_notes:
+            stats = outgoing.statistics()
+            if stats.current_buffer_used >= stats.max_buffer_size:
+                # Full: only help when senders besides the pump compete.
+                if stats.tasks_waiting_send <= 1 or carried >= _NOTES_PER_SEND:
+                    return
+                carried += 1
             try:
-                await self.bus.outgoing.send(msg)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                note = notes.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
                 return
+            self._queued_notes -= 1
+            if message_observers:
+                self._observe("sent", note)
+            await self._put(note)
 
     def _observe(self, direction: str, msg: Message, method: str | None = None) -> None:
         if method is None:
@@ -110,12 +161,17 @@ class Outbound:
         Raises:
             ConnectionClosed: The connection is closed.
         """
-        if message_observers:
-            self._observe("sent", msg, method)
         if self._closed:
             raise ConnectionClosed("the connection is closed")
+        # A cancelled caller sends nothing (as with a plain ``await send``),
+        # but while the bus has room there is no schedule point (_put).
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            await self.bus.outgoing.send(msg)
+            if self._queued_notes:
+                await self._flush_notes()
+            if message_observers:
+                self._observe("sent", msg, method)
+            await self._put(msg)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             raise ConnectionClosed("the connection is closed") from exc
 
@@ -136,7 +192,7 @@ class Outbound:
             return
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         msg = Notification(method, wire, related_request_id=current_request_id.get())
-        if self._notes_send.statistics().current_buffer_used == 0:
+        if not self._queued_notes:
             # Nothing queued: go straight onto the bus, in order with the
             # responses sent meanwhile.
             try:
@@ -151,6 +207,7 @@ class Outbound:
                 return
         try:
             self._notes_send.send_nowait(msg)
+            self._queued_notes += 1
         except trio.WouldBlock:
             log.warning(
                 "connection %d: notification queue full, dropped %s", self.connection_id, method

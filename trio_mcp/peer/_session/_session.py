@@ -151,8 +151,19 @@ class Session(Outbound):
             self._nursery.cancel_scope.cancel()
 
     async def _receive_loop(self) -> None:
+        incoming = self.bus.incoming
         try:
-            async for item in self.bus.incoming:
+            while True:
+                # Take what is queued without a schedule point: a channel's
+                # receive() yields to the scheduler even when an item is
+                # ready, which cost a scheduler pass per message whenever
+                # requests arrive faster than one at a time (pipelined
+                # clients). The reader fills the bounded bus only when it
+                # runs, so this still blocks in receive() once it is drained.
+                try:
+                    item = incoming.receive_nowait()
+                except trio.WouldBlock:
+                    item = await incoming.receive()
                 if message_observers and not isinstance(item, Undecodable):
                     self._observe("received", item)
                 match item:
@@ -174,7 +185,7 @@ class Session(Outbound):
                             await self._send_quietly(reply)
                         else:
                             self._reply_soon(reply)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
             pass
         finally:
             # The other side is gone: wake everyone and stop the handlers.
@@ -242,7 +253,8 @@ class Session(Outbound):
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
         assert self._nursery is not None
-        self._nursery.start_soon(self._serve, req, handler, scope)
+        # Named by its method: Trio need not format a name per request.
+        self._nursery.start_soon(self._serve, req, handler, scope, name=req.method)
 
     async def _serve(self, req: Request, handler: RequestHandler, scope: trio.CancelScope) -> None:
         """Run one request's handler and answer it: the one place errors become wire errors."""

@@ -37,6 +37,10 @@ class ActorHost(Protocol):
         """The actor has ended: forget it (its record stays in the store)."""
         ...
 
+    def launch(self, actor: TaskActor) -> None:
+        """Start ``actor.run`` in the actors' nursery (if still running)."""
+        ...
+
     def live_peer(
         self, owner: str, prefer: TaskConnection | None = None
     ) -> TaskConnection | None:
@@ -58,57 +62,139 @@ class _InputRequest:
     peer: TaskConnection | None = None
 
 
+_InputChannel: TypeAlias = tuple[
+    trio.MemorySendChannel[_InputRequest], trio.MemoryReceiveChannel[_InputRequest]
+]
+
+
+@final
+class Announcement:
+    """The handle the session calls once the ``CreateTaskResult`` is sent.
+
+    ``set()`` starts the task's work (once); ``is_set()`` tells whether it was
+    called. It exists only while the answer is in flight.
+    """
+
+    __slots__ = ("_actor",)
+
+    def __init__(self, actor: TaskActor) -> None:
+        self._actor = actor
+
+    def set(self) -> None:
+        """The ``CreateTaskResult`` is on the bus (or failed to be): start the work."""
+        self._actor.launch()
+
+    def is_set(self) -> bool:
+        """True once :meth:`set` was called."""
+        return self._actor.is_announced
+
+
 @final
 @attrs.define(eq=False)
 class TaskActor:
-    """The Trio task that owns one task: its state, cancel scope and outcome."""
+    """The Trio task that owns one task: its state, cancel scope and outcome.
+
+    Kept small, since a server may hold tens of thousands of running tasks:
+    nothing runs until the ``CreateTaskResult`` is sent (:attr:`announced`),
+    then one Trio task runs the work inside :attr:`scope`. The ``done``
+    event and the input side channel are made only when someone waits on
+    them (most tasks never need a side channel).
+    """
 
     registry: ActorHost
     record: TaskRecord
     origin: TaskConnection | None
     progress_token: str | int | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    announced: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
+    #: The work, until the actor is launched.
+    _work: Work | None = None
+    _announced: bool = False
+    _finished: bool = False
+    _done: trio.Event | None = None
     _pending_inputs: int = 0
-    _inputs_send: trio.MemorySendChannel[_InputRequest] = attrs.field(init=False)
-    _inputs_recv: trio.MemoryReceiveChannel[_InputRequest] = attrs.field(init=False)
+    _inputs: _InputChannel | None = None
 
-    def __attrs_post_init__(self) -> None:
-        self._inputs_send, self._inputs_recv = trio.open_memory_channel[_InputRequest](math.inf)
+    def _input_channel(self) -> _InputChannel:
+        if self._inputs is None:
+            self._inputs = trio.open_memory_channel[_InputRequest](math.inf)
+        return self._inputs
 
     @property
     def task_id(self) -> str:
         """The task's id."""
         return self.record.task_id
 
-    async def run(self, work: Work, *, task_status: trio.TaskStatus[Task]) -> None:
-        """Run the task: hand back its first snapshot, then do the work.
+    @property
+    def announced(self) -> Announcement:
+        """``announced.set()`` once the ``CreateTaskResult`` is sent: the work starts."""
+        return Announcement(self)
 
-        Started with ``await nursery.start(actor.run, work)``. The work starts
-        once the ``CreateTaskResult`` has been sent (:attr:`announced`).
+    @property
+    def is_announced(self) -> bool:
+        """True once the ``CreateTaskResult`` was sent (status notifications may go)."""
+        return self._announced
+
+    @property
+    def done(self) -> trio.Event:
+        """Set when the task reached a terminal status or was deleted."""
+        if self._done is None:
+            self._done = trio.Event()
+            if self._finished:
+                self._done.set()
+        return self._done
+
+    def mark_done(self) -> None:
+        """The task is terminal (or deleted): wake every waiter on :attr:`done`."""
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
+
+    def launch(self) -> None:
+        """Start the work (called through :attr:`announced`); idempotent."""
+        if self._announced:
+            return
+        self._announced = True
+        if self._work is not None:
+            self.registry.launch(self)
+
+    async def run(
+        self,
+        work: Work | None = None,
+        *,
+        task_status: trio.TaskStatus[Task] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run the work inside :attr:`scope`, then record the outcome.
+
+        The registry starts it with ``nursery.start_soon(actor.run)`` once the
+        ``CreateTaskResult`` has been sent (:meth:`launch`), so a running
+        task is one Trio task from the start and nothing waits for the
+        announcement. ``work`` defaults to the one given at creation.
 
         Cancellation: cancelling :attr:`scope` (``tasks/cancel``, TTL expiry)
-        stops the work; the status was set before the scope is cancelled.
+        stops the work; the status was set before the scope is cancelled (a
+        task cancelled before it was launched never starts its work).
         Cancelling the registry's nursery ends the actor without a status
         change.
         """
         registry = self.registry
+        if work is None:
+            work, self._work = self._work, None
+        self._announced = True
         with self.scope:
             task_status.started(self.record.snapshot())
-            with trio.move_on_after(5):
-                await self.announced.wait()
-            try:
-                result = await work(self)
-            except McpError as exc:
-                registry.finish(self, ErrorData(exc.code, exc.message, exc.data))
-            except Exception:
-                log.exception("task %s failed with an exception", self.task_id)
-                registry.finish(self, ErrorData(INTERNAL_ERROR, "Internal error"))
-            else:
-                registry.finish(self, result)
-        self._inputs_send.close()
-        self._inputs_recv.close()
+            if work is not None and not self.record.status.is_terminal:
+                try:
+                    result = await work(self)
+                except McpError as exc:
+                    registry.finish(self, ErrorData(exc.code, exc.message, exc.data))
+                except Exception:
+                    log.exception("task %s failed with an exception", self.task_id)
+                    registry.finish(self, ErrorData(INTERNAL_ERROR, "Internal error"))
+                else:
+                    registry.finish(self, result)
+        if self._inputs is not None:
+            for end in self._inputs:
+                end.close()
         # A finished task needs only its record (kept by the store until it
         # expires); the actor and its channels go now.
         registry.release(self)
@@ -142,7 +228,7 @@ class TaskActor:
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         try:
-            self._inputs_send.send_nowait(item)
+            self._input_channel()[0].send_nowait(item)
             with trio.move_on_after(self.record.poll_interval / 1000):
                 await item.answered.wait()
             while not item.answered.is_set():
@@ -167,7 +253,7 @@ class TaskActor:
 
         Run by ``tasks/result`` while it waits for the task to finish.
         """
-        async with trio.open_nursery() as nursery, self._inputs_recv.clone() as inputs:
+        async with trio.open_nursery() as nursery, self._input_channel()[1].clone() as inputs:
             async for item in inputs:
                 if not item.claimed:
                     nursery.start_soon(_deliver, item, peer)

@@ -107,7 +107,7 @@ class TaskLedger:
         audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
         self._announce(actor)
         if status.is_terminal:
-            actor.done.set()
+            actor.mark_done()
         return True
 
     def _notify_observers(self, record: TaskRecord) -> None:
@@ -118,7 +118,7 @@ class TaskLedger:
                 log.exception("task observer failed")
 
     def _announce(self, actor: TaskActor) -> None:
-        if not actor.announced.is_set():
+        if not actor.is_announced:
             return
         params = actor.record.snapshot()
         for peer in self._peers.get(actor.record.owner, ()):
@@ -171,7 +171,7 @@ class TaskLedger:
                 del self._live[record.owner]
         if actor is not None:
             actor.scope.cancel()
-            actor.done.set()
+            actor.mark_done()
         self.store.delete(task_id)
         audit.info(
             "task expired id=%s context=%s status=%s", task_id, record.owner, record.status.value

@@ -7,10 +7,10 @@ Life of a task (see ARCHITECTURE.md for the picture):
    *context* (an authenticated identity, else the connection).
 2. The registry checks the caps, makes a :class:`TaskRecord` with a 128-bit
    id from :mod:`secrets`, and starts a :class:`TaskActor` with
-   ``await nursery.start(actor.run)`` in **the registry's own nursery**, so
-   the task outlives the request and the connection that made it. The actor
-   hands back the ``Task`` snapshot with ``task_status.started``; the feature
-   answers ``CreateTaskResult`` at once; only then does the work begin.
+   ``nursery.start_soon(actor.run)`` in **the registry's own nursery**, so
+   the task outlives the request and the connection that made it. The
+   feature answers ``CreateTaskResult`` (the record's snapshot) at once; the
+   actor's Trio task is started once that answer is sent (``announced``).
 3. The actor runs the work inside its own cancel scope. Every status change
    goes through the one transition table (:mod:`._state`), is logged to the
    audit logger and announced with ``notifications/tasks/status``.
@@ -53,6 +53,7 @@ log = logging.getLogger("trio_mcp.tasks")
 #: What ``tasks/result`` answers for a task that was cancelled: there is no
 #: result of the underlying request, so the answer is a JSON-RPC error.
 CANCELLED_RESULT: Final = ErrorData(INVALID_PARAMS, "Task was cancelled: it has no result")
+_ACTOR_NAME: Final = "trio_mcp.TaskActor.run"
 
 
 @final
@@ -195,7 +196,8 @@ class TaskRegistry(TaskLedger):
 
         Returns:
             The started actor; ``actor.record.snapshot()`` is the ``Task``.
-            Call ``actor.announced.set()`` once the CreateTaskResult is sent.
+            Call ``actor.announced.set()`` once the CreateTaskResult is sent:
+            the actor's Trio task starts then.
 
         Raises:
             McpError: -32000 when the requestor's live-task cap or the
@@ -234,7 +236,7 @@ class TaskRegistry(TaskLedger):
             poll_interval=limits.poll_interval,
             deadline=deadline,
         )
-        actor = TaskActor(self, record, origin, progress_token)
+        actor = TaskActor(self, record, origin, progress_token, work=work)
         self.store.add(record)
         self._notify_observers(record)
         self._actors[record.task_id] = actor
@@ -246,13 +248,25 @@ class TaskRegistry(TaskLedger):
         audit.info(
             "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
         )
-        await self._nursery.start(actor.run, work)
         try:
             await self.settle()  # the CreateTaskResult promises a task that exists
         except McpError:
             self._delete(record.task_id)
             raise
         return actor
+
+    def launch(self, actor: TaskActor) -> None:
+        """Start an announced actor's Trio task in the actors' nursery.
+
+        ``start_soon``, not ``await nursery.start``, and only once the
+        ``CreateTaskResult`` is sent: the answer's snapshot comes from the
+        record, so nothing needs handing back, and a task that is not yet
+        announced costs no Trio task, no event and no scheduler pass (the
+        measured effect is in bench/PERF_NOTES.md). A constant name spares
+        Trio formatting one per task.
+        """
+        if self._nursery is not None and self._actors.get(actor.task_id) is actor:
+            self._nursery.start_soon(actor.run, name=_ACTOR_NAME)
 
     # --- requestor operations -------------------------------------------------------------
 

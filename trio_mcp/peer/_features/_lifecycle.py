@@ -67,9 +67,10 @@ class Lifecycle(PeerCore):
         self.remote_info = params.client_info
         self.remote_capabilities = params.capabilities
         self._initialize_answered = True
+        self.declared_capabilities = self.app.server_capabilities()
         return InitializeResult(
             protocol_version=version,
-            capabilities=self.app.server_capabilities(),
+            capabilities=self.declared_capabilities,
             server_info=self.app.info,
             instructions=self.app.instructions,
         )
@@ -87,9 +88,10 @@ class Lifecycle(PeerCore):
         Raises:
             RemoteError, RemoteProtocolError, ConnectionClosed: The handshake failed.
         """
+        self.declared_capabilities = self.app.client_capabilities()
         params = InitializeParams(
             protocol_version=LATEST_PROTOCOL_VERSION,
-            capabilities=self.app.client_capabilities(),
+            capabilities=self.declared_capabilities,
             client_info=self.client_info or self.app.info,
         )
         result = await self.session.request(

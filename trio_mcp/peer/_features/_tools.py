@@ -103,9 +103,13 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
+            # The closure lives as long as the task runs: it keeps what the
+            # work needs, not the request and its raw JSON.
+            request_id, request_meta, arguments = req.id, params.meta, params.arguments
+
             async def work(actor: TaskActor) -> dict[str, Any]:
-                ctx = RequestContext(self, req.id, params.meta, actor)
-                return wire_object(await self._run_tool(spec, params.arguments, ctx))
+                ctx = RequestContext(self, request_id, request_meta, actor)
+                return wire_object(await self._run_tool(spec, arguments, ctx))
 
             immediate = self.app.immediate_response(spec.tool.name)
             meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None

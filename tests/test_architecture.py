@@ -89,7 +89,7 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_architecture_no_import_cycle_between_any_two_modules() -> None:
     # Every import counts, TYPE_CHECKING ones and function-level ones too.
-    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (test extra)")
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the dev extra)")
     graph = grimp.build_graph("trio_mcp")
     edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     assert _strongly_connected(edges) == []
@@ -105,7 +105,7 @@ def test_architecture_cycle_detector_finds_a_cycle() -> None:
 def test_architecture_import_linter_contracts_are_kept() -> None:
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if lint is None:
-        pytest.skip("lint-imports is not installed (it comes with the test extra)")
+        pytest.skip("lint-imports is not installed (it comes with the dev extra)")
     proc = subprocess.run(
         [lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )

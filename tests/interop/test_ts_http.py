@@ -396,9 +396,9 @@ async def test_their_http_server_input_required_through_tasks_result(ts_http_url
 ])
 async def test_their_http_server_to_client_task(ts_http_url: str, tool: str, kind: str,
                                                 expected: dict[str, Any]) -> None:
-    """Their server asks our HTTP client to host a task, polls our tasks/get and reads our
-    tasks/result: every one of those requests rides the tools/call stream, and our
-    answers go back as POSTs."""
+    """Their server asks our HTTP client to host a task (createMessageStream /
+    elicitInputStream with `task`), polls our tasks/get and reads our tasks/result; those
+    requests reach us on SSE streams, our answers go back as POSTs."""
     app = client_app()
     async with ts_http(ts_http_url, app) as peer:
         with trio.fail_after(60):

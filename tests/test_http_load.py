@@ -226,3 +226,27 @@ async def test_http_listen_backlog_takes_a_burst_of_connections() -> None:
                 sock.close()
             server.cancel_scope.cancel()
     assert established == wanted
+
+
+async def test_tasks_result_racing_the_end_of_its_task() -> None:
+    """Seen under the load above: a ``tasks/result`` that finds its task still running
+    starts ``serve_inputs`` and waits; when the task ends before that child first runs,
+    the actor has closed its input channel, ``clone()`` raises ``ClosedResourceError`` and
+    the ``tasks/result`` is answered -32603 "Internal error" instead of the result.
+    Here the actor's end comes first on purpose; serving its inputs must just return."""
+    app = trio_mcp.App("race", "1.0")
+    release = trio.Event()
+
+    @app.tool(task_support="required")
+    async def hold() -> str:
+        """Finish when released."""
+        await release.wait()
+        return "done"
+
+    async with trio_mcp.open_memory_pair(app, trio_mcp.App("c", "1.0")) as (client, server):
+        handle = await client.call_tool_task("hold")
+        actor = app.registry._actors[handle.task_id]
+        release.set()
+        await handle.wait()
+        await actor.serve_inputs(server)  # the task is over: nothing to deliver
+        assert (await handle.result()).content[0].text == "done"  # type: ignore[union-attr]

@@ -32,7 +32,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -282,11 +283,12 @@ async def task_round_trips(server: dict[str, Any], tasks: int) -> float:
 
 async def measure(server: dict[str, Any], args: argparse.Namespace) -> dict[str, str]:
     row = {}
-    for key, work in (
-        ("seq", lambda: sequential_calls(server, args.calls)),
-        ("conc", lambda: concurrent_calls(server, args.clients, args.per_client)),
-        ("tasks", lambda: task_round_trips(server, args.tasks)),
-    ):
+    works: list[tuple[str, Callable[[], Awaitable[float]]]] = [
+        ("seq", partial(sequential_calls, server, args.calls)),
+        ("conc", partial(concurrent_calls, server, args.clients, args.per_client)),
+        ("tasks", partial(task_round_trips, server, args.tasks)),
+    ]
+    for key, work in works:
         try:
             with trio.fail_after(300):
                 row[key] = f"{await work():.0f}"

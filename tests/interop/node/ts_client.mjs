@@ -2,6 +2,13 @@
 //
 //   node ts_client.mjs stdio <command> [args...]   spawn the server, talk over its stdio
 //   node ts_client.mjs ws <url> [token]            connect with the SDK's WebSocketClientTransport
+//   node ts_client.mjs http <url> [token]          connect with the SDK's StreamableHTTPClientTransport
+//
+// In http mode the report also has an HTTP log per client ("http" / "plain_http"): every
+// fetch the transport made (method, the JSON-RPC message POSTed, status, content type, session
+// header) and the JSON-RPC messages that came back on its response body (JSON or SSE), so the
+// tests can tell on which stream each server message travelled. Each client ends its session
+// with the SDK's terminateSession() (DELETE).
 //
 // It runs one fixed scenario with the real @modelcontextprotocol/sdk Client and prints ONE
 // JSON report of what it observed on stdout (the pytest in tests/interop asserts on it),
@@ -14,6 +21,7 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import {
@@ -29,7 +37,7 @@ const log = (...args) => console.error('[ts_client]', ...args);
 
 // --- transports with a wire log ------------------------------------------------------------
 
-async function makeTransport(mode, rest) {
+async function makeTransport(mode, rest, httpLog) {
     if (mode === 'stdio') {
         const [command, ...args] = rest;
         // Our whole environment (the SDK passes only a safe subset by default), so the
@@ -53,7 +61,80 @@ async function makeTransport(mode, rest) {
         }
         return new WebSocketClientTransport(new URL(url));
     }
+    if (mode === 'http') {
+        const [url, token] = rest;
+        return new StreamableHTTPClientTransport(new URL(url), {
+            fetch: recordingFetch(httpLog),
+            requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : undefined
+        });
+    }
     throw new Error(`unknown mode ${mode}`);
+}
+
+// A fetch that logs each exchange and the JSON-RPC messages of its response body: the body is
+// teed, one branch for the SDK, one parsed here (JSON, or SSE events' data lines).
+const NULL_BODY_STATUSES = [101, 103, 204, 205, 304];
+const START = Date.now();
+
+function recordingFetch(httpLog) {
+    return async (url, init = {}) => {
+        const entry = { method: init.method ?? 'GET', request: null, status: null, contentType: null, sessionId: null, messages: [] };
+        if (typeof init.body === 'string') {
+            try {
+                entry.request = JSON.parse(init.body);
+            } catch {
+                entry.request = init.body;
+            }
+        }
+        const headers = new Headers(init.headers ?? {});
+        entry.sentSessionId = headers.get('mcp-session-id');
+        entry.sentProtocolVersion = headers.get('mcp-protocol-version');
+        entry.lastEventId = headers.get('last-event-id');
+        entry.at = Date.now() - START;
+        httpLog.push(entry);
+        const response = await fetch(url, init);
+        entry.status = response.status;
+        entry.contentType = response.headers.get('content-type');
+        entry.sessionId = response.headers.get('mcp-session-id');
+        if (!response.body || NULL_BODY_STATUSES.includes(response.status)) return response;
+        const [mine, theirs] = response.body.tee();
+        readBody(mine, entry).catch(e => (entry.readError = String(e?.message ?? e)));
+        return new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
+    };
+}
+
+async function readBody(stream, entry) {
+    const sse = (entry.contentType ?? '').startsWith('text/event-stream');
+    const decoder = new TextDecoder();
+    let buffer = '';
+    const reader = stream.getReader();
+    const takeEvents = () => {
+        // SSE events end with a blank line; keep the unfinished tail.
+        const blocks = buffer.replace(/\r\n?/g, '\n').split('\n\n');
+        buffer = blocks.pop();
+        for (const block of blocks) {
+            const data = block.split('\n').filter(l => l.startsWith('data:')).map(l => l.slice(5).replace(/^ /, ''));
+            const id = block.split('\n').find(l => l.startsWith('id:'))?.slice(3).trim() ?? null;
+            if (data.length === 0 || data.join('\n') === '') {
+                if (id !== null) entry.messages.push({ eventId: id, priming: true });
+                continue;
+            }
+            entry.messages.push({ eventId: id, msg: JSON.parse(data.join('\n')) });
+        }
+    };
+    for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        if (sse) takeEvents();
+    }
+    if (sse) {
+        buffer += '\n\n';
+        takeEvents();
+    } else if (buffer.trim()) {
+        entry.messages.push({ eventId: null, msg: JSON.parse(buffer) });
+    }
+    entry.ended = Date.now() - START;
 }
 
 function recordWire(transport, wire) {
@@ -89,6 +170,13 @@ async function collect(stream) {
 }
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+async function waitFor(condition, ms) {
+    for (const start = Date.now(); Date.now() - start < ms; await sleep(20)) {
+        if (condition()) return true;
+    }
+    return false;
+}
 
 async function waitTerminal(client, taskId) {
     for (let i = 0; i < 600; i++) {
@@ -314,8 +402,8 @@ async function plainScenario(client, report) {
     report.plain_summarize_stream = stream;
 }
 
-async function connect(client, mode, rest, wire) {
-    const transport = await makeTransport(mode, rest);
+async function connect(client, mode, rest, wire, httpLog) {
+    const transport = await makeTransport(mode, rest, httpLog);
     recordWire(transport, wire);
     client.onerror = error => log('client error:', String(error?.message ?? error));
     await client.connect(transport);
@@ -331,23 +419,44 @@ async function main() {
         plain_sampling_requests: [],
         elicitations: [],
         wire: [],
-        plain_wire: []
+        plain_wire: [],
+        http: [],
+        plain_http: []
     };
     const client = mainClient(report);
-    await connect(client, mode, rest, report.wire);
+    const transport = await connect(client, mode, rest, report.wire, report.http);
     try {
         await scenario(client, report);
+        if (mode === 'http') {
+            // The SDK re-opens, with GET, the SSE streams that ended with an error response
+            // (`retry` ms later), then opens a plain GET: let that happen before the DELETE.
+            report.waited_for_resumption = await waitFor(
+                () =>
+                    report.http.some(e => e.method === 'GET' && e.lastEventId && e.ended) &&
+                    report.http.some(e => e.method === 'GET' && !e.lastEventId && e.status === 409),
+                5000
+            );
+            report.http_session_id = transport.sessionId ?? null;
+            report.terminate = await attempt(() => transport.terminateSession());
+        }
     } finally {
         await client.close();
     }
     const plain = plainClient(report);
-    await connect(plain, mode, rest, report.plain_wire);
+    const plainTransport = await connect(plain, mode, rest, report.plain_wire, report.plain_http);
     try {
         await plainScenario(plain, report);
+        if (mode === 'http') {
+            report.plain_http_session_id = plainTransport.sessionId ?? null;
+            report.plain_terminate = await attempt(() => plainTransport.terminateSession());
+        }
     } finally {
         await plain.close();
     }
-    process.stdout.write(JSON.stringify(report) + '\n');
+    // Let the logged response bodies finish.
+    await sleep(50);
+    // Wait for the write: process.exit() would cut a report longer than the pipe's buffer.
+    await new Promise(resolve => process.stdout.write(JSON.stringify(report) + '\n', resolve));
 }
 
 main().then(

@@ -330,6 +330,9 @@ async def serve_http(
         host = host[1:-1]
     config = hypercorn.config.Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    # hypercorn's default backlog (100) drops a burst of new connections
+    # while the one Trio thread is busy: their requests would be lost.
+    config.backlog = 1024
     config.errorlog = logging.getLogger("hypercorn.error")
     config.accesslog = None
     config.graceful_timeout = 0.5

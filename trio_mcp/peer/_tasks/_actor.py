@@ -251,9 +251,16 @@ class TaskActor:
     async def serve_inputs(self, peer: TaskConnection) -> None:
         """Deliver the task's side-channel requests over ``peer`` until cancelled.
 
-        Run by ``tasks/result`` while it waits for the task to finish.
+        Run by ``tasks/result`` while it waits for the task to finish. Returns
+        at once if the task has already ended (its channel is closed).
         """
-        async with trio.open_nursery() as nursery, self._input_channel()[1].clone() as inputs:
+        if self._finished:
+            return  # the task ended before this tasks/result started serving
+        try:
+            inputs = self._input_channel()[1].clone()
+        except trio.ClosedResourceError:
+            return  # its channel was closed as the task ended
+        async with trio.open_nursery() as nursery, inputs:
             async for item in inputs:
                 if not item.claimed:
                     nursery.start_soon(_deliver, item, peer)

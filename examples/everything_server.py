@@ -64,6 +64,9 @@ JSON_SCHEMA_2020_12 = {
     "additionalProperties": False,
 }
 ARG1_CHOICES = ("alpha", "alpine", "beta", "gamma", "delta")
+#: What the content tools return: a list of content blocks is the result's content
+#: (``list[Any]`` would be structured output, sent as JSON).
+Content = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
 
 
 def _js(value: Any) -> str:
@@ -80,20 +83,20 @@ def add_conformance_tools(app: trio_mcp.App) -> None:
         return "This is a simple text response for testing."
 
     @app.tool(description="Tests image content response")
-    async def test_image_content() -> list[Any]:
+    async def test_image_content() -> list[Content]:
         return [ImageContent(data=PNG, mime_type="image/png")]
 
     @app.tool(description="Tests audio content response")
-    async def test_audio_content() -> list[Any]:
+    async def test_audio_content() -> list[Content]:
         return [AudioContent(data=WAV, mime_type="audio/wav")]
 
     @app.tool(description="Tests embedded resource content response")
-    async def test_embedded_resource() -> list[Any]:
+    async def test_embedded_resource() -> list[Content]:
         return [EmbeddedResource({"uri": "test://embedded-resource", "mimeType": "text/plain",
                                   "text": "This is an embedded resource content."})]
 
     @app.tool(description="Tests response with multiple content types (text, image, resource)")
-    async def test_multiple_content_types() -> list[Any]:
+    async def test_multiple_content_types() -> list[Content]:
         return [
             TextContent("Multiple content types test:"),
             ImageContent(data=PNG, mime_type="image/png"),
@@ -197,7 +200,7 @@ def add_more_tools(app: trio_mcp.App, state: dict[str, str]) -> None:
 
     @app.tool(description="Returns a link to a resource",
               icons=[trio_mcp.Icon(src=f"data:image/png;base64,{PNG}", mime_type="image/png")])
-    async def test_resource_link() -> list[Any]:
+    async def test_resource_link() -> list[Content]:
         return [ResourceLink(uri="test://static-text", name="static-text",
                              mime_type="text/plain", description="The static text resource")]
 

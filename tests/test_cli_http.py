@@ -108,6 +108,9 @@ def test_cli_http_cannot_connect_exits_2(closed_port: int) -> None:
     bad = run_cli("tasks", "list", "--http", "ws://127.0.0.1:1/")
     assert bad.returncode == 2
     assert one_line_error(bad) == "trio-mcp: cannot connect: not an HTTP URL: 'ws://127.0.0.1:1/'"
+    token = run_cli("call", "--http", url, "--token", "two\nlines", "echo")
+    assert token.returncode == 2
+    assert one_line_error(token) == "trio-mcp: cannot connect: token must be printable ASCII text"
 
 
 def test_cli_http_timeout_bounds_the_handshake() -> None:

@@ -13,6 +13,7 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -246,7 +247,11 @@ def run_serve_example(args: argparse.Namespace) -> int:
 
 
 async def _serve(
-    serve: Any, app: App, host: str, port: int, tokens: dict[str, str] | None
+    serve: Callable[..., Awaitable[None]],
+    app: App,
+    host: str,
+    port: int,
+    tokens: dict[str, str] | None,
 ) -> None:
     async with trio.open_nursery() as nursery:
         address = await nursery.start(partial(serve, app, host, port, tokens=tokens))

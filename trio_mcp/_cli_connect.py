@@ -140,6 +140,8 @@ async def _connect_http(
                 handshake.deadline = math.inf
                 yield peer
         except ValueError as exc:  # a token that cannot be a header
+            if connected:
+                raise
             raise CliError(f"cannot connect: {exc}") from exc
         except httpx.TransportError as exc:
             if connected:

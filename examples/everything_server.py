@@ -1,7 +1,8 @@
-"""An MCP server with every 2025-11-25 feature, over stdio or WebSocket.
+"""An MCP server with every 2025-11-25 feature, over stdio, WebSocket or Streamable HTTP.
 
     python examples/everything_server.py                  # stdio
     python examples/everything_server.py --ws 127.0.0.1:8765
+    python examples/everything_server.py --http 127.0.0.1:8000   # http://127.0.0.1:8000/mcp
 
 It carries the fixture the official conformance suite's server scenarios
 expect (tool, resource and prompt names and payloads: ``test_simple_text``,
@@ -15,7 +16,9 @@ test_tool_with_progress, test_error_handling, test_sampling {prompt},
 test_elicitation {message}, test_elicitation_sep1034_defaults,
 test_elicitation_sep1330_enums, json_schema_2020_12_tool {name?, address?}.
 Tools (more): test_resource_link, test_list_roots, test_url_elicitation {url},
-test_toggle_dynamic_tool, test_update_watched_resource {text}, test_log_levels.
+test_toggle_dynamic_tool, test_update_watched_resource {text}, test_log_levels;
+over --http also test_reconnection (closes its SSE stream mid-call: the client
+resumes with Last-Event-ID).
 Resources: test://static-text, test://static-binary, test://watched-resource,
 template test://template/{id}/data (with completion of ``id``).
 Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
@@ -64,6 +67,9 @@ JSON_SCHEMA_2020_12 = {
     "additionalProperties": False,
 }
 ARG1_CHOICES = ("alpha", "alpine", "beta", "gamma", "delta")
+#: What the content tools return: a list of content blocks is the result's content
+#: (``list[Any]`` would be structured output, sent as JSON).
+Content = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
 
 
 def _js(value: Any) -> str:
@@ -80,20 +86,20 @@ def add_conformance_tools(app: trio_mcp.App) -> None:
         return "This is a simple text response for testing."
 
     @app.tool(description="Tests image content response")
-    async def test_image_content() -> list[Any]:
+    async def test_image_content() -> list[Content]:
         return [ImageContent(data=PNG, mime_type="image/png")]
 
     @app.tool(description="Tests audio content response")
-    async def test_audio_content() -> list[Any]:
+    async def test_audio_content() -> list[Content]:
         return [AudioContent(data=WAV, mime_type="audio/wav")]
 
     @app.tool(description="Tests embedded resource content response")
-    async def test_embedded_resource() -> list[Any]:
+    async def test_embedded_resource() -> list[Content]:
         return [EmbeddedResource({"uri": "test://embedded-resource", "mimeType": "text/plain",
                                   "text": "This is an embedded resource content."})]
 
     @app.tool(description="Tests response with multiple content types (text, image, resource)")
-    async def test_multiple_content_types() -> list[Any]:
+    async def test_multiple_content_types() -> list[Content]:
         return [
             TextContent("Multiple content types test:"),
             ImageContent(data=PNG, mime_type="image/png"),
@@ -197,7 +203,7 @@ def add_more_tools(app: trio_mcp.App, state: dict[str, str]) -> None:
 
     @app.tool(description="Returns a link to a resource",
               icons=[trio_mcp.Icon(src=f"data:image/png;base64,{PNG}", mime_type="image/png")])
-    async def test_resource_link() -> list[Any]:
+    async def test_resource_link() -> list[Content]:
         return [ResourceLink(uri="test://static-text", name="static-text",
                              mime_type="text/plain", description="The static text resource")]
 
@@ -314,10 +320,29 @@ def add_prompts(app: trio_mcp.App) -> None:
         return Completion(values=values)
 
 
-def build_app() -> trio_mcp.App:
-    """A fresh App with every feature (each App has its own state and tasks)."""
+def add_http_tools(app: trio_mcp.App, http_app: trio_mcp.StreamableHttpApp) -> None:
+    """The tools that need the HTTP transport: ``test_reconnection`` (SEP-1699)."""
+
+    @app.tool(description="A tool that triggers SSE stream closure to test client "
+                          "reconnection behavior")
+    async def test_reconnection(ctx: trio_mcp.RequestContext) -> str:
+        session_id = ctx.peer.bus.info.get("session_id")
+        closed = session_id is not None and http_app.close_sse_stream(session_id, ctx.request_id)
+        await trio.sleep(0.1)  # the client reconnects after the retry delay
+        return ("Reconnection test completed" if closed
+                else "Reconnection test completed (no SSE stream to close)")
+
+
+def build_app(store: str | None = None) -> trio_mcp.App:
+    """A fresh App with every feature (each App has its own state and tasks).
+
+    Args:
+        store: Where tasks live: ``"memory"`` (the default) or
+            ``"sqlite:///path/to/tasks.db"``.
+    """
     app = trio_mcp.App("trio-mcp-everything", "0.1.0",
-                       instructions="Every MCP 2025-11-25 feature, and the conformance fixture.")
+                       instructions="Every MCP 2025-11-25 feature, and the conformance fixture.",
+                       store=store)
     state = {"watched": "Watched resource content"}
     add_conformance_tools(app)
     add_more_tools(app, state)
@@ -331,24 +356,54 @@ def build_app() -> trio_mcp.App:
     return app
 
 
-async def serve_websocket(app: trio_mcp.App, host: str, port: int) -> None:
+async def serve_websocket(
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None = None
+) -> None:
     """Serve ``app`` over WebSocket on ``host:port`` until cancelled."""
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(trio_mcp.serve_websocket, app, host, port))
+        address = await nursery.start(
+            partial(trio_mcp.serve_websocket, app, host, port, tokens=tokens)
+        )
+        print(f"serving on {address.url}", file=sys.stderr, flush=True)
+
+
+async def serve_http(
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None = None
+) -> None:
+    """Serve ``app`` over Streamable HTTP on ``host:port`` (endpoint ``/mcp``) until cancelled."""
+    http_app = trio_mcp.StreamableHttpApp(app, policy=trio_mcp.HttpPolicy(tokens=tokens))
+    add_http_tools(app, http_app)
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(trio_mcp.serve_http, http_app, host, port))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve over the transport it names (stdio by default)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
+    where.add_argument("--http", metavar="HOST:PORT",
+                       help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
+    parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
+    parser.add_argument("--store", metavar="URL",
+                        help="where tasks live: memory (default) or sqlite:///path/to/tasks.db")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     args = parser.parse_args(argv)
+    if args.token and not (args.ws or args.http):
+        parser.error("--token applies to --ws or --http")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
-    app = build_app()
-    if args.ws:
-        host, _, port = args.ws.rpartition(":")
-        trio.run(serve_websocket, app, host or "127.0.0.1", int(port))
+    try:
+        app = build_app(args.store)
+    except ValueError as exc:  # an unknown store URL
+        parser.error(f"--store: {exc}")
+    tokens = {args.token: "token-user"} if args.token else None
+    if args.ws or args.http:
+        host, _, port = (args.ws or args.http).rpartition(":")
+        if not port.isdigit():
+            parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
+        serve = serve_websocket if args.ws else serve_http
+        trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
     else:
         trio.run(trio_mcp.serve_stdio, app)
 

@@ -1,8 +1,10 @@
-"""The example MCP server: plain and task tools, over stdio or WebSocket.
+"""The example MCP server: plain and task tools, over stdio, WebSocket or Streamable HTTP.
 
 Run it over stdio (the default), as MCP clients spawn servers:
 
     python examples/task_server.py
+    python examples/task_server.py --ws 127.0.0.1:8765 --token s3cret
+    python examples/task_server.py --http 127.0.0.1:8000 --store sqlite:///tasks.db
     python examples/task_server.py --max-live-tasks 20000   # room for 20,000 running tasks
 
 Tools:
@@ -26,13 +28,22 @@ import trio
 import trio_mcp
 
 
-def build_app(limits: trio_mcp.TaskLimits | None = None) -> trio_mcp.App:
-    """Build a fresh App with the example tools (each App has its own tasks)."""
+def build_app(
+    limits: trio_mcp.TaskLimits | None = None, *, store: str | None = None
+) -> trio_mcp.App:
+    """Build a fresh App with the example tools (each App has its own tasks).
+
+    Args:
+        limits: The task limits (the defaults when None).
+        store: Where tasks live: ``"memory"`` (the default) or
+            ``"sqlite:///path/to/tasks.db"`` (they survive a restart).
+    """
     app = trio_mcp.App(
         "trio-mcp-example",
         "0.1.0",
         instructions="Example tools for trio-mcp tasks.",
         limits=limits or trio_mcp.TaskLimits(),
+        store=store,
     )
 
     @app.tool()
@@ -93,10 +104,25 @@ async def serve_websocket(
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
+async def serve_http(
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None
+) -> None:
+    """Serve over Streamable HTTP; print the endpoint's URL on stderr."""
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(trio_mcp.serve_http, app, host, port, tokens=tokens))
+        print(f"serving on {address.url}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
-    parser.add_argument("--token", help="require this bearer token (WebSocket only)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--ws", metavar="HOST:PORT", help="serve over WebSocket instead of stdio")
+    where.add_argument("--http", metavar="HOST:PORT",
+                       help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
+    parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
+    parser.add_argument("--store", metavar="URL",
+                        help="where tasks live: memory (default) or sqlite:///path/to/tasks.db "
+                             "(tasks then survive a restart)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     parser.add_argument(
         "--max-live-tasks",
@@ -114,13 +140,22 @@ def main(argv: list[str] | None = None) -> None:
             max_live_per_requestor=args.max_live_tasks,
             max_tasks=max(limits.max_tasks, 4 * args.max_live_tasks),
         )
+    if args.token and not (args.ws or args.http):
+        parser.error("--token applies to --ws or --http")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
-    if args.ws:
-        host, _, port = args.ws.rpartition(":")
-        tokens = {args.token: "token-user"} if args.token else None
-        trio.run(serve_websocket, build_app(limits), host or "127.0.0.1", int(port), tokens)
+    try:
+        app = build_app(limits, store=args.store)
+    except ValueError as exc:  # an unknown store URL
+        parser.error(f"--store: {exc}")
+    tokens = {args.token: "token-user"} if args.token else None
+    if args.ws or args.http:
+        host, _, port = (args.ws or args.http).rpartition(":")
+        if not port.isdigit():
+            parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
+        serve = serve_websocket if args.ws else serve_http
+        trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
     else:
-        trio.run(trio_mcp.serve_stdio, build_app(limits))
+        trio.run(trio_mcp.serve_stdio, app)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Like :func:`tests.helpers.connect` (which serves ``task_server.py``), for the
 server with every feature: ``memory`` (both peers in this process), ``stdio``
-(a real subprocess) and ``ws`` (a real WebSocket on loopback).
+(a real subprocess), ``ws`` (a real WebSocket on loopback) and ``http`` (a real
+Streamable HTTP server on loopback).
 """
 
 from __future__ import annotations
@@ -112,6 +113,13 @@ async def connect_everything(
             async with trio_mcp.open_websocket_client(
                 f"ws://127.0.0.1:{listener.port}/", client
             ) as peer:
+                yield peer
+            nursery.cancel_scope.cancel()
+    elif kind == "http":
+        app = server or everything_app()
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(trio_mcp.serve_http, app, "127.0.0.1", 0))
+            async with trio_mcp.open_http_client(address.url, client) as peer:
                 yield peer
             nursery.cancel_scope.cancel()
     else:  # pragma: no cover

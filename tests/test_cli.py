@@ -11,7 +11,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,27 +25,21 @@ from trio_mcp._cli import CliError, describe_error
 from trio_mcp._cli_commands import load_example_server
 from trio_mcp._terminal import _convert, _elicit_action, elicit_reply
 
-from .helpers import ROOT, TASK_SERVER
+from .cli_support import (
+    CLI,
+    SERVER,
+    TOKEN,
+    ctrl_c,
+    one_line_error,
+    read_until,
+    run_cli,
+    serving,
+    start_cli,
+)
+from .helpers import ROOT
 
 pytestmark = pytest.mark.timeout(90)
 
-CLI = [sys.executable, "-m", "trio_mcp"]
-SERVER = shlex.join([sys.executable, str(TASK_SERVER)])
-TOKEN = "cli-test-token"
-
-
-def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m trio_mcp ARGS`` to completion, capturing its output."""
-    return subprocess.run(
-        [*CLI, *args], input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=timeout
-    )
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
-    """The single ``trio-mcp: ...`` line a status-2 failure prints on stderr."""
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("trio-mcp:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 # --- help ---------------------------------------------------------------------------------
@@ -55,13 +48,14 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
 def test_cli_help_lists_the_commands() -> None:
     proc = run_cli("--help")
     assert proc.returncode == 0
-    for command in ("demo", "call", "tasks", "serve-example"):
+    for command in ("demo", "call", "tasks", "resources", "prompts", "serve-example"):
         assert command in proc.stdout
     assert "demo-agent-b" not in proc.stdout  # internal to `demo --transport ws`
     assert "exit status" in proc.stdout
 
 
-@pytest.mark.parametrize("command", ["demo", "call", "tasks", "serve-example"])
+@pytest.mark.parametrize(
+    "command", ["demo", "call", "tasks", "resources", "prompts", "serve-example"])
 def test_cli_each_command_has_help(command: str) -> None:
     proc = run_cli(command, "--help")
     assert proc.returncode == 0
@@ -87,6 +81,15 @@ def test_cli_usage_errors_exit_2() -> None:
     assert run_cli().returncode == 2  # no command
     assert run_cli("call", "echo").returncode == 2  # neither --stdio nor --ws
     assert run_cli("call", "--stdio", SERVER, "--ws", "ws://x/", "echo").returncode == 2
+    both = run_cli("call", "--ws", "ws://x/", "--http", "http://x/mcp", "echo")
+    assert both.returncode == 2
+    assert "--http: not allowed with argument --ws" in both.stderr
+    for command in ("tasks", "resources", "prompts"):
+        proc = run_cli(command, "list", "--stdio", SERVER, "--http", "http://x/mcp")
+        assert proc.returncode == 2, command
+        assert "argument --http: not allowed with argument --stdio" in proc.stderr
+        neither = run_cli(command, "list")
+        assert "one of the arguments --stdio --ws --http is required" in neither.stderr
 
 
 # --- the pieces, in process ------------------------------------------------------------------
@@ -204,7 +207,7 @@ def test_cli_call_sampling_asked_on_the_terminal() -> None:
         (["--stdio", SERVER, "echo", "--args", "{"], "--args is not JSON"),
         (["--stdio", SERVER, "approve", "--task", "--elicit-reply", "yes"], "not JSON"),
         (["--stdio", f"{shlex.quote(sys.executable)} -c pass", "echo"], "connection closed"),
-        (["--stdio", SERVER, "echo", "--token", "t"], "--token only applies to --ws"),
+        (["--stdio", SERVER, "echo", "--token", "t"], "--token only applies to --ws or --http"),
         (["--stdio", SERVER, "echo", "--ttl", "5"], "--ttl only applies with --task"),
         (["--ws", "http://127.0.0.1:1/", "echo"], "not a WebSocket URL"),
         (["--ws", "ws://127.0.0.1:1/", "echo"], "handshake failed"),
@@ -247,19 +250,8 @@ def test_cli_serve_example_needs_the_examples_directory(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def ws_url() -> Iterator[str]:
     """``trio-mcp serve-example --ws 127.0.0.1:0 --token TOKEN`` as a subprocess."""
-    with subprocess.Popen(
-        [*CLI, "serve-example", "--ws", "127.0.0.1:0", "--token", TOKEN],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT,
-    ) as proc:
-        try:
-            assert proc.stderr is not None
-            line = proc.stderr.readline()
-            match = re.search(r"ws://\S+", line)
-            assert match, line
-            yield match.group(0)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with serving([*CLI, "serve-example", "--ws", "127.0.0.1:0", "--token", TOKEN]) as (url, _):
+        yield url
 
 
 def test_cli_call_over_websocket(ws_url: str) -> None:
@@ -359,41 +351,6 @@ def test_cli_demo_over_websocket() -> None:
 
 
 # --- sharp edges: Ctrl-C, timeouts, options, not-a-server, the demo's prompts and view ------
-
-
-def start_cli(*args: str) -> subprocess.Popen[str]:
-    """Start ``python -m trio_mcp ARGS`` in a session of its own, as a shell runs a job.
-
-    Its process group then stands for the terminal's foreground group:
-    :func:`ctrl_c` signals the whole group, as the terminal does.
-    """
-    # SIGINT's own handler first: a shell's background job (`pytest &`, some CI
-    # runners) starts with SIGINT ignored, and the CLI would inherit that.
-    cli = [sys.executable, "-c", "import signal, sys; "
-           "signal.signal(signal.SIGINT, signal.default_int_handler); "
-           "from trio_mcp.__main__ import main; sys.exit(main())"]
-    return subprocess.Popen([*cli, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True)
-
-
-def ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    """Press Ctrl-C: SIGINT to the CLI's whole process group; wait for the CLI to end."""
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err
-
-
-def read_until(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
-    """Read the CLI's stderr line by line until one matches ``pattern``."""
-    assert proc.stderr is not None
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return match
-    raise AssertionError(f"no line matched {pattern!r}: {seen}")
 
 
 #: A "server" that says it started (and its pid) on stderr, then never answers.

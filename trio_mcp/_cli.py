@@ -1,4 +1,7 @@
-"""The ``trio-mcp`` command line: ``demo``, ``call``, ``tasks`` and ``serve-example``.
+"""The ``trio-mcp`` command line.
+
+Commands: ``demo``, ``call``, ``tasks``, ``resources``, ``prompts`` and
+``serve-example``.
 
 Every subcommand runs one :func:`trio.run`. Exit statuses are the same
 everywhere: 0 for success, 1 when the tool (or task) reported an error, 2
@@ -8,7 +11,7 @@ Results go to stdout; live status, progress and prompts go to stderr, so
 ``--json`` output can be piped.
 
 This module parses the arguments and turns failures into exit statuses; the
-commands themselves are in :mod:`._cli_commands`.
+commands themselves are in :mod:`._cli_commands` and :mod:`._cli_features`.
 """
 
 from __future__ import annotations
@@ -20,23 +23,27 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+import httpx
 import trio_websocket
 
 from . import __version__
 from ._cli_commands import (
     EXAMPLE_SERVER,
-    EXIT_FAILURE,
-    EXIT_INTERRUPTED,
-    EXIT_TOOL_ERROR,
-    PROG,
-    CliError,
-    not_a_server,
     run_call,
     run_demo,
     run_demo_agent_b,
     run_serve_example,
     run_tasks,
 )
+from ._cli_connect import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_TOOL_ERROR,
+    PROG,
+    CliError,
+    not_a_server,
+)
+from ._cli_features import run_prompts, run_resources
 from ._errors import (
     METHOD_NOT_FOUND,
     ConnectionClosed,
@@ -45,6 +52,7 @@ from ._errors import (
     RemoteProtocolError,
     TrioMcpError,
 )
+from .peer._messages import LOGGING_LEVELS
 from .transports._client import INIT_TIMEOUT, is_interrupt
 
 __all__ = ["CliError", "build_parser", "describe_error", "main"]
@@ -87,22 +95,26 @@ def _positive_seconds(text: str) -> float:
 def _add_connection_options(parser: argparse.ArgumentParser, *, repeated: bool = False) -> None:
     """The options of every command that connects to a server.
 
-    With ``repeated`` (the actions of ``tasks``), the same options are also
-    accepted after the action; they default to "not given", so they never
-    undo one given before it, and ``--stdio``/``--ws`` are checked after
-    parsing (see :func:`_check_target`).
+    With ``repeated`` (the actions of ``tasks``, ``resources`` and
+    ``prompts``), the same options are also accepted after the action; they
+    default to "not given", so they never undo one given before it, and
+    ``--stdio``/``--ws``/``--http`` are checked after parsing (see
+    :func:`_check_target`).
     """
     unset: dict[str, Any] = {"default": argparse.SUPPRESS} if repeated else {}
-    group = parser.add_argument_group("connection (one of --stdio or --ws)")
+    group = parser.add_argument_group("connection (one of --stdio, --ws or --http)")
     target = group if repeated else group.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", metavar="CMD", **unset,
                         help='spawn this server command and talk over its stdin/stdout, e.g. '
                              '"python examples/task_server.py"')
     target.add_argument("--ws", metavar="URL", **unset,
                         help="connect to a WebSocket server, e.g. ws://127.0.0.1:8765/")
+    target.add_argument("--http", metavar="URL", **unset,
+                        help="connect to a Streamable HTTP endpoint, e.g. "
+                             "http://127.0.0.1:8000/mcp")
     group.add_argument("--token", metavar="T", **unset,
-                       help="bearer token for --ws (tasks then belong to the token's identity "
-                            "and outlive the connection)")
+                       help="bearer token for --ws or --http (tasks then belong to the token's "
+                            "identity and outlive the connection)")
     group.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, **unset,
                        help=f"how long to wait for the server's answer to initialize "
                             f"(default {INIT_TIMEOUT:g}) and then for the result (default: "
@@ -122,11 +134,75 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, repeated: bool =
 
 
 def _check_target(args: argparse.Namespace) -> None:
-    """``tasks``: exactly one of ``--stdio``/``--ws``, before or after the action."""
-    if args.stdio is not None and args.ws is not None:
-        args.usage.error("argument --ws: not allowed with argument --stdio")
-    if args.stdio is None and args.ws is None:
-        args.usage.error("one of the arguments --stdio --ws is required")
+    """Commands with actions: exactly one of ``--stdio``/``--ws``/``--http``, either side."""
+    given = [f"--{name}" for name in ("stdio", "ws", "http") if getattr(args, name) is not None]
+    if len(given) > 1:
+        args.usage.error(f"argument {given[1]}: not allowed with argument {given[0]}")
+    if not given:
+        args.usage.error("one of the arguments --stdio --ws --http is required")
+
+
+def _add_actions(
+    commands: Any,
+    name: str,
+    actions: list[tuple[str, str, Callable[[argparse.ArgumentParser], None]]],
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """A command with actions (``tasks list``...) whose options go before or after the action.
+
+    Each action is ``(name, help, add_arguments)``.
+    """
+    command: argparse.ArgumentParser = commands.add_parser(name, **options)
+    _add_connection_options(command, repeated=True)
+    command.set_defaults(stdio=None, ws=None, http=None, token=None, timeout=None,
+                         elicit_reply=None, sampling_reply=None, quiet=False, verbose=False,
+                         check=_check_target)
+    chosen = command.add_subparsers(title="actions", metavar="ACTION", required=True,
+                                    dest="action")
+    for action_name, text, add_arguments in actions:
+        action = chosen.add_parser(action_name, help=text, description=text)
+        add_arguments(action)
+        _add_connection_options(action, repeated=True)
+        action.set_defaults(usage=action)
+    return command
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """An action without arguments of its own."""
+
+
+def _task_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task_id", metavar="ID", help="the task's id")
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the raw result as JSON")
+
+
+def _resources_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--templates", action="store_true",
+                        help="list the resource templates instead (resources/templates/list)")
+    _json_option(parser)
+
+
+def _resources_read(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("uri", metavar="URI", help="the resource's URI")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write the contents to FILE (a blob decoded from base64) "
+                             "instead of printing them")
+    _json_option(parser)
+
+
+def _prompts_list(parser: argparse.ArgumentParser) -> None:
+    _json_option(parser)
+
+
+def _prompts_get(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the prompt's name")
+    parser.add_argument("--args", metavar="JSON", default="{}",
+                        help='the arguments, a JSON object of strings, e.g. \'{"arg1": "a"}\'')
+    _json_option(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,41 +263,70 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --task: how long the server should keep the task, in ms")
     call.add_argument("--json", action="store_true",
                       help="print the raw CallToolResult as JSON on stdout, nothing else")
+    call.add_argument("--log-level", choices=LOGGING_LEVELS, metavar="LEVEL",
+                      help="first ask the server to log at LEVEL and above "
+                           f"({', '.join(LOGGING_LEVELS)}), when it declares logging; "
+                           "its log messages are shown on stderr either way")
     call.set_defaults(run=run_call)
 
-    tasks = commands.add_parser(
-        "tasks",
+    tasks = _add_actions(
+        commands, "tasks", [
+            ("list", "every task of this client (tasks/list)", _no_arguments),
+            ("get", "a task's state (tasks/get)", _task_id),
+            ("result", "wait for a task's result (tasks/result)", _task_id),
+            ("cancel", "cancel a task (tasks/cancel)", _task_id),
+        ],
         help="list, inspect, fetch or cancel a server's tasks",
         description="Inspect the tasks a server holds for this client, printing JSON. Most "
-                    "useful over --ws with --token, where tasks outlive the connection. "
-                    "The options may come before or after the action.",
+                    "useful over --ws or --http with --token, where tasks outlive the "
+                    "connection. The options may come before or after the action.",
     )
-    _add_connection_options(tasks, repeated=True)
-    tasks.set_defaults(stdio=None, ws=None, token=None, timeout=None, elicit_reply=None,
-                       sampling_reply=None, quiet=False, verbose=False)
-    actions = tasks.add_subparsers(title="actions", metavar="ACTION", required=True,
-                                   dest="action")
-    for name, text in (("list", "every task of this client (tasks/list)"),
-                       ("get", "a task's state (tasks/get)"),
-                       ("result", "wait for a task's result (tasks/result)"),
-                       ("cancel", "cancel a task (tasks/cancel)")):
-        action = actions.add_parser(name, help=text, description=text)
-        if name != "list":
-            action.add_argument("task_id", metavar="ID", help="the task's id")
-        _add_connection_options(action, repeated=True)
-        action.set_defaults(usage=action)
-    tasks.set_defaults(run=run_tasks, check=_check_target)
+    tasks.set_defaults(run=run_tasks)
+
+    resources = _add_actions(
+        commands, "resources", [
+            ("list", "the server's resources, one a line: URI  NAME  MIME-TYPE "
+                     "(resources/list)", _resources_list),
+            ("read", "read a resource: text is printed, a blob summarized unless --out "
+                     "(resources/read)", _resources_read),
+        ],
+        help="list or read a server's resources",
+        description="List or read the resources a server offers. The options may come "
+                    "before or after the action.",
+    )
+    resources.set_defaults(run=run_resources, json=False)
+
+    prompts = _add_actions(
+        commands, "prompts", [
+            ("list", "the server's prompts, one a line: NAME(ARG, OPTIONAL?)  TITLE "
+                     "(prompts/list)", _prompts_list),
+            ("get", "render a prompt: ROLE: TEXT per message (prompts/get)", _prompts_get),
+        ],
+        help="list or render a server's prompts",
+        description="List or render the prompts a server offers. The options may come "
+                    "before or after the action.",
+    )
+    prompts.set_defaults(run=run_prompts, json=False)
 
     serve = commands.add_parser(
         "serve-example",
         help="serve the example tools of examples/task_server.py",
         description=f"Serve the tools of {EXAMPLE_SERVER.name} (echo, summarize, sleep, fail, "
-                    "approve) over stdio, or over WebSocket with --ws. Needs a source "
-                    "checkout of trio-mcp (the examples/ directory).",
+                    "approve) over stdio, or over WebSocket with --ws, or Streamable HTTP "
+                    "with --http. Needs a source checkout of trio-mcp (the examples/ "
+                    "directory).",
     )
-    serve.add_argument("--ws", metavar="HOST:PORT",
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--ws", metavar="HOST:PORT",
                        help="serve over WebSocket (port 0 picks a free port) instead of stdio")
-    serve.add_argument("--token", metavar="T", help="with --ws: require this bearer token")
+    where.add_argument("--http", metavar="HOST:PORT",
+                       help="serve over Streamable HTTP, endpoint http://HOST:PORT/mcp "
+                            "(port 0 picks a free port)")
+    serve.add_argument("--token", metavar="T",
+                       help="with --ws or --http: require this bearer token")
+    serve.add_argument("--store", metavar="URL",
+                       help="where tasks live: memory (default) or sqlite:///path/to/tasks.db "
+                            "(tasks then survive a restart, for the same --token)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     serve.set_defaults(run=run_serve_example)
     return parser
@@ -300,6 +405,12 @@ def describe_error(exc: BaseException) -> str | None:
             return f"the server refused the WebSocket connection: HTTP {exc.status_code}{hint}"
         case trio_websocket.HandshakeError():
             return f"the WebSocket handshake failed: {exc or type(exc).__name__}"
+        case httpx.HTTPStatusError():
+            status = exc.response.status_code
+            hint = " (a missing or unknown --token?)" if status == 401 else ""
+            return f"the server refused the HTTP connection: HTTP {status}{hint}"
+        case httpx.TransportError():
+            return f"the HTTP connection failed: {exc or type(exc).__name__}"
         case OSError():
             return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
     return None

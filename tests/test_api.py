@@ -220,7 +220,7 @@ SCRIPT = textwrap.dedent(
     async def hello(name: str) -> str:
         return f"hello {name}"
 
-    app.run(*sys.argv[1:2], **({"port": 0} if sys.argv[1:2] == ["ws"] else {}))
+    app.run(*sys.argv[1:2], **({"port": 0} if sys.argv[1:2] in (["ws"], ["http"]) else {}))
     """
 )
 
@@ -247,6 +247,28 @@ async def test_api_app_run_serves_websocket(tmp_path: Path) -> None:
         url = line.decode().split("serving on ", 1)[1].split()[0]
         async with trio_mcp.open_websocket_client(url) as client:
             assert (await client.call_tool("hello", {"name": "ws"})).text == "hello ws"
+    finally:
+        proc.terminate()
+        await proc.wait()
+        if proc.stderr is not None:
+            await proc.stderr.aclose()
+
+
+async def test_api_app_run_serves_streamable_http(tmp_path: Path) -> None:
+    script = tmp_path / "server.py"
+    script.write_text(SCRIPT)
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, str(script), "http"], stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        line = b""
+        with trio.fail_after(30):
+            while b"\n" not in line:
+                line += await proc.stderr.receive_some(1024)
+        url = line.decode().split("serving on ", 1)[1].split()[0]
+        async with trio_mcp.open_http_client(url) as client:
+            assert (await client.call_tool("hello", {"name": "http"})).text == "hello http"
     finally:
         proc.terminate()
         await proc.wait()

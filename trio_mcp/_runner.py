@@ -15,10 +15,11 @@ import attrs
 import trio
 
 from .peer import App as _BaseApp
+from .transports._http_server import serve_http
 from .transports._stdio import serve_stdio
 from .transports._websocket_server import serve_websocket
 
-Transport = Literal["stdio", "ws"]
+Transport = Literal["stdio", "ws", "http"]
 
 
 @final
@@ -42,12 +43,14 @@ class App(_BaseApp):
 
         Args:
             transport: ``"stdio"`` (default: MCP over this process's
-                stdin/stdout) or ``"ws"`` (WebSocket on ``host:port``; the
-                URL is printed on stderr).
-            host: Address to bind (``ws``); loopback by default.
-            port: Port to bind (``ws``); 0 picks a free one.
-            **options: Passed to :func:`trio_mcp.serve_stdio` /
-                :func:`trio_mcp.serve_websocket` (e.g. ``tokens=``).
+                stdin/stdout), ``"ws"`` (WebSocket on ``host:port``) or
+                ``"http"`` (Streamable HTTP on ``host:port``, path ``/mcp``);
+                for the last two the URL is printed on stderr.
+            host: Address to bind (``ws``, ``http``); loopback by default.
+            port: Port to bind (``ws``, ``http``); 0 picks a free one.
+            **options: Passed to :func:`trio_mcp.serve_stdio`,
+                :func:`trio_mcp.serve_websocket` or :func:`trio_mcp.serve_http`
+                (e.g. ``tokens=``).
 
         Raises:
             ValueError: An unknown transport.
@@ -55,17 +58,20 @@ class App(_BaseApp):
         """
         if transport == "stdio":
             main = partial(serve_stdio, self, **options)
-        elif transport == "ws":
-            main = partial(_serve_ws, self, host, port, options)
+        elif transport in ("ws", "http"):
+            serve = serve_websocket if transport == "ws" else serve_http
+            main = partial(_serve_network, serve, self, host, port, options)
         else:
-            raise ValueError(f"transport must be 'stdio' or 'ws', not {transport!r}")
+            raise ValueError(f"transport must be 'stdio', 'ws' or 'http', not {transport!r}")
         try:
             trio.run(main)
         except KeyboardInterrupt:
             return
 
 
-async def _serve_ws(app: _BaseApp, host: str, port: int, options: dict[str, Any]) -> None:
+async def _serve_network(
+    serve: Any, app: _BaseApp, host: str, port: int, options: dict[str, Any]
+) -> None:
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_websocket, app, host, port, **options))
+        address = await nursery.start(partial(serve, app, host, port, **options))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)

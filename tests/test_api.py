@@ -10,6 +10,8 @@ import pydoc
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -232,11 +234,13 @@ async def test_api_app_run_serves_stdio(tmp_path: Path) -> None:
         assert (await client.call_tool("hello", {"name": "stdio"})).text == "hello stdio"
 
 
-async def test_api_app_run_serves_websocket(tmp_path: Path) -> None:
+@asynccontextmanager
+async def _served_by_app_run(tmp_path: Path, transport: str) -> AsyncIterator[str]:
+    """Run SCRIPT with ``app.run(transport, port=0)``; yield the URL it prints."""
     script = tmp_path / "server.py"
     script.write_text(SCRIPT)
     proc = await trio.lowlevel.open_process(
-        [sys.executable, str(script), "ws"], stderr=subprocess.PIPE
+        [sys.executable, str(script), transport], stderr=subprocess.PIPE
     )
     try:
         assert proc.stderr is not None
@@ -244,36 +248,24 @@ async def test_api_app_run_serves_websocket(tmp_path: Path) -> None:
         with trio.fail_after(30):
             while b"\n" not in line:
                 line += await proc.stderr.receive_some(1024)
-        url = line.decode().split("serving on ", 1)[1].split()[0]
-        async with trio_mcp.open_websocket_client(url) as client:
-            assert (await client.call_tool("hello", {"name": "ws"})).text == "hello ws"
+        yield line.decode().split("serving on ", 1)[1].split()[0]
     finally:
         proc.terminate()
         await proc.wait()
         if proc.stderr is not None:
             await proc.stderr.aclose()
+
+
+async def test_api_app_run_serves_websocket(tmp_path: Path) -> None:
+    async with _served_by_app_run(tmp_path, "ws") as url:
+        async with trio_mcp.open_websocket_client(url) as client:
+            assert (await client.call_tool("hello", {"name": "ws"})).text == "hello ws"
 
 
 async def test_api_app_run_serves_streamable_http(tmp_path: Path) -> None:
-    script = tmp_path / "server.py"
-    script.write_text(SCRIPT)
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, str(script), "http"], stderr=subprocess.PIPE
-    )
-    try:
-        assert proc.stderr is not None
-        line = b""
-        with trio.fail_after(30):
-            while b"\n" not in line:
-                line += await proc.stderr.receive_some(1024)
-        url = line.decode().split("serving on ", 1)[1].split()[0]
+    async with _served_by_app_run(tmp_path, "http") as url:
         async with trio_mcp.open_http_client(url) as client:
             assert (await client.call_tool("hello", {"name": "http"})).text == "hello http"
-    finally:
-        proc.terminate()
-        await proc.wait()
-        if proc.stderr is not None:
-            await proc.stderr.aclose()
 
 
 def test_api_app_run_rejects_an_unknown_transport() -> None:

@@ -271,3 +271,37 @@ async def test_api_app_run_serves_streamable_http(tmp_path: Path) -> None:
 def test_api_app_run_rejects_an_unknown_transport() -> None:
     with pytest.raises(ValueError, match="transport"):
         trio_mcp.App("x").run("carrier-pigeon")  # type: ignore[arg-type]
+
+
+# --- 7. every awaitable says what cancelling it does ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "awaitable",
+    [
+        trio_mcp.Peer.call_tool,
+        trio_mcp.Peer.call_tool_task,
+        trio_mcp.Peer.request,
+        trio_mcp.Peer.request_raw,
+        trio_mcp.Peer.ping,
+        trio_mcp.Peer.get_task,
+        trio_mcp.Peer.task_result,
+        trio_mcp.Peer.cancel_task,
+        trio_mcp.Peer.list_tasks,
+        trio_mcp.Peer.list_tools,
+        trio_mcp.Peer.notify,
+        trio_mcp.Peer.aclose,
+        trio_mcp.Peer.run,
+        trio_mcp.TaskHandle.status,
+        trio_mcp.TaskHandle.cancel,
+        trio_mcp.TaskHandle.result,
+        trio_mcp.TaskHandle.wait,
+        trio_mcp.RequestContext.elicit,
+        trio_mcp.RequestContext.sample,
+        trio_mcp.RequestContext.report_progress,
+    ],
+    ids=lambda f: f.__qualname__,
+)
+def test_api_awaitable_documents_its_cancellation(awaitable: Any) -> None:
+    doc = inspect.getdoc(awaitable) or ""
+    assert "Cancellation:" in doc, f"{awaitable.__qualname__} does not say what cancelling it does"

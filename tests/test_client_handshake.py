@@ -80,6 +80,25 @@ async def test_websocket_client_init_timeout() -> None:
         nursery.cancel_scope.cancel()
 
 
+async def test_http_client_init_timeout() -> None:
+    """An HTTP server that takes the POST and never answers it."""
+
+    async def silent(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+        port = listener.socket.getsockname()[1]
+        with pytest.raises(trio_mcp.HandshakeTimeout,
+                           match=r"^the server did not answer initialize within 0.25 s$"):
+            async with trio_mcp.open_http_client(
+                f"http://127.0.0.1:{port}/mcp", init_timeout=0.25
+            ):
+                pytest.fail("the block must not start")
+        nursery.cancel_scope.cancel()
+
+
 # --- Ctrl-C during the handshake --------------------------------------------------------------
 
 

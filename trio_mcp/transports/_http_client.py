@@ -33,13 +33,12 @@ from ..peer import (
     Incoming,
     Message,
     Peer,
-    Role,
     decode_message,
     encode_for_wire,
     open_bus,
-    open_peer,
 )
 from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId, Response
+from ._client import INIT_TIMEOUT, open_client_peer
 from ._sse import SSEParser
 
 log = logging.getLogger("trio_mcp.transports")
@@ -376,6 +375,7 @@ async def open_http_client(
     client_info: Implementation | None = None,
     http_client: httpx.AsyncClient | None = None,
     connect_timeout: float = DEFAULT_TIMEOUT,
+    init_timeout: float | None = INIT_TIMEOUT,
 ) -> AsyncIterator[Peer]:
     """Connect to a Streamable HTTP MCP endpoint and yield the client :class:`Peer`.
 
@@ -394,12 +394,15 @@ async def open_http_client(
             settings from the environment.
         connect_timeout: Seconds to connect and to send a request; answers
             may take any time.
+        init_timeout: Seconds the server has to answer ``initialize``
+            (default 30, as for stdio and WebSocket); ``None`` waits forever.
 
     Raises:
         ValueError: A token that cannot be a header.
         httpx.HTTPStatusError: The server refused the ``initialize`` (401
             without a valid token, 403 for a refused Origin or Host...).
         httpx.TransportError: The server could not be reached.
+        HandshakeTimeout: No answer to ``initialize`` within ``init_timeout``.
         RemoteError, ConnectionClosed: The MCP handshake failed.
 
     Cancellation: cancelling the block still sends the ``DELETE`` (for at
@@ -420,7 +423,9 @@ async def open_http_client(
             async with ends.to_peer, trio.open_nursery() as nursery:
                 nursery.start_soon(transport.run, nursery)
                 try:
-                    async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+                    async with open_client_peer(
+                        app, bus, client_info=client_info, init_timeout=init_timeout
+                    ) as peer:
                         yield peer
                 except (ConnectionClosed, RemoteError) as exc:
                     if transport.fatal is not None:

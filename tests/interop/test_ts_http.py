@@ -268,9 +268,17 @@ def test_sdk_deviation_error_answers_are_resumed(report: dict[str, Any]) -> None
     assert errors
     resumed = [e for e in http if e["method"] == "GET" and e["lastEventId"] in errors]
     assert resumed, errors
-    assert all(e["status"] == 200 and e["messages"] == [] for e in resumed)
-    assert any(e["method"] == "GET" and e["status"] == 409 for e in http)
-    assert "Failed to open SSE stream" in report["_stderr"]
+    # What we owe the resumption: it is accepted, and the stream it resumes does not send the
+    # error (or anything else answering that request) a second time. What the SDK does next
+    # (a plain GET that meets our open GET stream: 409, "Failed to open SSE stream" on its
+    # onerror) depends on timing, so it is not asserted.
+    for entry in resumed:
+        assert entry["status"] in (200, 409), entry
+        answered = errors[entry["lastEventId"]]
+        assert not any(
+            m.get("msg", {}).get("id") == answered and "method" not in m.get("msg", {})
+            for m in entry["messages"]
+        ), entry
 
 
 # --- our client -> their StreamableHTTPServerTransport -----------------------------------------

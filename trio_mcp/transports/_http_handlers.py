@@ -264,8 +264,7 @@ async def get(
         await fail(send, 406, "Not Acceptable: Accept must list text/event-stream")
         return
     if http.stateless:
-        await fail(send, 405, "Method not allowed: this server is stateless",
-                   headers=[(b"allow", b"POST")])
+        await _refuse_stateless(send)
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):
@@ -301,11 +300,16 @@ async def get(
         session.last_active = trio.current_time()
 
 
+async def _refuse_stateless(send: Send) -> None:
+    """GET and DELETE on a stateless server: 405, only POST is allowed."""
+    await fail(send, 405, "Method not allowed: this server is stateless",
+               headers=[(b"allow", b"POST")])
+
+
 async def delete(http: HttpEndpoint, scope: Scope, send: Send, identity: str | None) -> None:
     """End the request's session (200); later requests for it get 404."""
     if http.stateless:
-        await fail(send, 405, "Method not allowed: this server is stateless",
-                   headers=[(b"allow", b"POST")])
+        await _refuse_stateless(send)
         return
     found = find_session(http, scope, identity)
     if isinstance(found, int):

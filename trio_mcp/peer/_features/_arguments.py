@@ -30,6 +30,7 @@ from ._hints import (
     _SETS,
     _TRANSPARENT,
     _UNIONS,
+    Hook,
     _fields,
     _is_record,
     _is_typeddict,
@@ -38,10 +39,6 @@ from ._hints import (
     _pydantic_model,
     _strip,
 )
-
-JsonSchema = dict[str, Any]
-Hook = Callable[[Any, Any], Any]
-
 
 # --- the argument converter ----------------------------------------------------------------
 

@@ -49,7 +49,9 @@ from typing import Any, Final
 
 import attrs
 
+#: A JSON Schema document or subschema (shared by the schema modules).
 JsonSchema = dict[str, Any]
+#: A cattrs structure hook.
 Hook = Callable[[Any, Any], Any]
 
 

@@ -20,6 +20,7 @@ from ._hints import (
     _SEQUENCES,
     _SETS,
     _UNIONS,
+    JsonSchema,
     _annotated_description,
     _annotation_keywords,
     _class_doc,
@@ -32,10 +33,6 @@ from ._hints import (
     _strip,
 )
 from ._serialize import serializer
-
-JsonSchema = dict[str, Any]
-Hook = Callable[[Any, Any], Any]
-
 
 # --- schemas ------------------------------------------------------------------------------
 

@@ -20,13 +20,10 @@ from ._hints import (
     _SEQUENCES,
     _SETS,
     _UNIONS,
+    Hook,
     _pydantic_model,
     _strip,
 )
-
-JsonSchema = dict[str, Any]
-Hook = Callable[[Any, Any], Any]
-
 
 
 def _identity(tp: Any) -> bool:

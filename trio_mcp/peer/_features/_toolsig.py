@@ -17,6 +17,8 @@ from ._hints import (
     _NO_DEFAULT,
     _NONE,
     _UNIONS,
+    Hook,
+    JsonSchema,
     _annotated_description,
     _json_kind,
     _strip,
@@ -27,10 +29,6 @@ from ._schema import (
     json_default,
 )
 from ._serialize import _identity, serializer, structure_hook
-
-JsonSchema = dict[str, Any]
-Hook = Callable[[Any, Any], Any]
-
 
 _CHEAP_KEYWORDS: Final = frozenset({"type", "enum", "description", "title", "examples"})
 

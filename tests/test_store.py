@@ -167,15 +167,15 @@ async def test_store_registry_cursors_stay_valid_across_a_restart(tmp_path: Path
             actor = await first.create("identity:a", "tools/call", work, requested_ttl=None, origin=None)
             actor.announced.set()
             await actor.done.wait()
-        tasks, cursor = first.list("identity:a", None)
+        tasks, cursor = await first.list("identity:a", None)
         assert len(tasks) == 2 and cursor is not None
         await first.settle()
     second = trio_mcp.TaskRegistry(limits, store=url)
     async with second.running():
-        rest, _ = second.list("identity:a", cursor)
+        rest, _ = await second.list("identity:a", cursor)
         assert [t.task_id for t in rest] != [] and rest[0].task_id not in {t.task_id for t in tasks}
         with pytest.raises(McpError):
-            second.list("identity:b", cursor)  # still bound to its owner
+            await second.list("identity:b", cursor)  # still bound to its owner
 
 
 async def test_store_sqlite_failing_disk_is_a_clear_error_then_recovers(

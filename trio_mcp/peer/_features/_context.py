@@ -99,7 +99,7 @@ class RequestContext:
 
     async def _ask(
         self, method: str, params: dict[str, Any]
-    ) -> tuple[dict[str, Any], TaskConnection]:
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
         if self._task is not None:
             return await self._task.ask(method, params)
         return await self.peer.request_raw(method, params), self.peer

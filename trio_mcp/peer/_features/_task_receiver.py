@@ -101,9 +101,7 @@ class TaskReceiver(PeerCore):
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
-        task = registry.get(self.context, task_id)
-        await registry.settle()  # a status is told only once it is durable
-        return task
+        return await registry.get(self.context, task_id)
 
     async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
@@ -115,8 +113,7 @@ class TaskReceiver(PeerCore):
         self._require_tasks("list")
         params = from_wire(req.params or {}, PaginatedParams)
         self.app.registry.check_rate(self.context)
-        tasks, cursor = self.app.registry.list(self.context, params.cursor)
-        await self.app.registry.settle()
+        tasks, cursor = await self.app.registry.list(self.context, params.cursor)
         return ListTasksResult(tasks, cursor)
 
     async def _on_tasks_cancel(self, req: Request) -> Task:
@@ -124,6 +121,4 @@ class TaskReceiver(PeerCore):
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
-        task = registry.cancel(self.context, task_id)
-        await registry.settle()
-        return task
+        return await registry.cancel(self.context, task_id)

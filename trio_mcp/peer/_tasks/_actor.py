@@ -13,6 +13,7 @@ import trio
 from ..._errors import INTERNAL_ERROR, ConnectionClosed, McpError, RemoteError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._connection import TaskConnection
+from ._shared import InputRelay
 from ._state import TaskEvent
 from ._store import TaskOutcome, TaskRecord
 
@@ -45,6 +46,11 @@ class ActorHost(Protocol):
         self, owner: str, prefer: TaskConnection | None = None
     ) -> TaskConnection | None:
         """An open connection of ``owner``: ``prefer`` if open, else the newest."""
+        ...
+
+    @property
+    def input_relay(self) -> InputRelay | None:
+        """With a shared store: what carries the actors' input requests (else None)."""
         ...
 
 
@@ -203,7 +209,7 @@ class TaskActor:
 
     async def ask(
         self, method: str, params: dict[str, Any]
-    ) -> tuple[dict[str, Any], TaskConnection]:
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
         """Send ``method`` to the requestor on the task's behalf and await the answer.
 
         The request carries the related-task ``_meta``; the task is
@@ -214,7 +220,8 @@ class TaskActor:
         ``tasks/get`` is never stuck).
 
         Returns:
-            The raw result and the peer that delivered it.
+            The raw result and the peer that delivered it (``None`` when a
+            connection in another process did, with a shared store).
 
         Raises:
             RemoteError: The requestor answered with an error.
@@ -228,6 +235,9 @@ class TaskActor:
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         try:
+            relay = self.registry.input_relay
+            if relay is not None:  # tasks shared by processes: through the store
+                return await relay.ask(self, method, params)
             self._input_channel()[0].send_nowait(item)
             with trio.move_on_after(self.record.poll_interval / 1000):
                 await item.answered.wait()

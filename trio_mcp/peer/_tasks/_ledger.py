@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +20,8 @@ from ..._errors import INVALID_PARAMS, McpError
 from .._messages import ErrorData, TaskStatus
 from ._actor import TaskActor
 from ._connection import TaskConnection
-from ._limits import TaskLimits
+from ._limits import RateLimiter, TaskLimits
+from ._shared import RecordMirror
 from ._state import IllegalTransition, TaskEvent, next_status
 from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, TaskStore, now_iso
 
@@ -43,10 +45,13 @@ class TaskLedger:
         self._peers: dict[str, list[TaskConnection]] = {}
         self._expiry: list[tuple[float, str]] = []
         self._reaper_wakeup = trio.Event()
+        self._rate = RateLimiter(limits.rate_per_second, limits.rate_burst)
         #: Callables told of every new task and every status change, with the
         #: record (read it, do not change it). For live views and metrics; an
         #: observer that raises is logged and skipped.
         self.observers: list[Callable[[TaskRecord], None]] = []
+        #: With a shared store: where every change of a local record is copied.
+        self.mirror: RecordMirror | None = None
 
     # --- the requestors' connections -----------------------------------------------------
 
@@ -103,6 +108,8 @@ class TaskLedger:
             if not self._live[record.owner]:
                 del self._live[record.owner]
         self.store.update(record)
+        if self.mirror is not None:
+            self.mirror.written(record)
         self._notify_observers(record)
         audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
         self._announce(actor)
@@ -141,6 +148,9 @@ class TaskLedger:
         """Forget an actor whose work has ended (its record stays in the store)."""
         if self._actors.get(actor.task_id) is actor:
             del self._actors[actor.task_id]
+            if self.mirror is not None:
+                # The shared store keeps the record; this process only its actors.
+                self.store.delete(actor.task_id)
 
     # --- lookup and expiry ----------------------------------------------------------------
 
@@ -173,9 +183,28 @@ class TaskLedger:
             actor.scope.cancel()
             actor.mark_done()
         self.store.delete(task_id)
+        if self.mirror is not None:
+            self.mirror.deleted(task_id)
         audit.info(
             "task expired id=%s context=%s status=%s", task_id, record.owner, record.status.value
         )
+
+    def check_rate(self, owner: str) -> None:
+        """Count one ``tasks/*`` operation of ``owner`` against the rate limit.
+
+        Raises:
+            McpError: -32000 when the owner is over its rate.
+        """
+        self._rate.check(owner)
+
+    async def _reap(self) -> None:
+        """The one reaper: sleep until the next deadline, delete what expired."""
+        while True:
+            self._reap_now()
+            self._reaper_wakeup = trio.Event()
+            deadline = self._expiry[0][0] if self._expiry else math.inf
+            with trio.move_on_at(deadline):
+                await self._reaper_wakeup.wait()
 
     def _reap_now(self) -> None:
         now = trio.current_time()
@@ -194,6 +223,18 @@ class TaskLedger:
         if owner is None:
             return sum(self._live.values())
         return self._live.get(owner, 0)
+
+    def running_actor(self, task_id: str) -> TaskActor | None:
+        """The actor of ``task_id`` if its work runs in this process."""
+        return self._actors.get(task_id)
+
+    def running_ids(self) -> list[str]:
+        """The ids of the tasks whose actors run in this process."""
+        return list(self._actors)
+
+    def expire(self, task_id: str) -> None:
+        """Delete ``task_id`` now (its TTL ran out, here or in the shared store)."""
+        self._delete(task_id)
 
     def actors(self) -> Iterator[TaskActor]:
         """Every actor whose work is still running."""

@@ -40,9 +40,11 @@ import trio
 from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._actor import TaskActor, Work
+from ._cluster import Cluster
 from ._connection import TaskConnection
 from ._ledger import TaskLedger
-from ._limits import CursorCodec, RateLimiter, TaskLimits
+from ._limits import CursorCodec, TaskLimits
+from ._shared import SharedTaskStore
 from ._sqlite import open_task_store
 from ._state import INITIAL_STATUS, TaskEvent
 from ._store import TaskRecord, TaskStore, now_iso
@@ -54,6 +56,7 @@ log = logging.getLogger("trio_mcp.tasks")
 #: result of the underlying request, so the answer is a JSON-RPC error.
 CANCELLED_RESULT: Final = ErrorData(INVALID_PARAMS, "Task was cancelled: it has no result")
 _ACTOR_NAME: Final = "trio_mcp.TaskActor.run"
+_CANCEL_MESSAGE: Final = "The task was cancelled by request."
 
 
 @final
@@ -66,21 +69,31 @@ class TaskRegistry(TaskLedger):
 
     Args:
         limits: The bounds on TTLs, counts, pages and rates.
-        store: Where records live: a :class:`TaskStore`, or a URL for
-            :func:`open_task_store` (``"sqlite:///tasks.db"``);
-            :class:`MemoryTaskStore` by default.
+        store: Where records live: a :class:`TaskStore`, a
+            :class:`~._shared.SharedTaskStore`, or a URL for
+            :func:`open_task_store` (``"sqlite:///tasks.db"``,
+            ``"redis://localhost:6379/0"``); :class:`MemoryTaskStore` by default.
     """
 
     def __init__(
-        self, limits: TaskLimits | None = None, *, store: TaskStore | str | None = None
+        self,
+        limits: TaskLimits | None = None,
+        *,
+        store: TaskStore | SharedTaskStore | str | None = None,
     ):
-        resolved: TaskStore | None = open_task_store(store) if isinstance(store, str) else store
-        super().__init__(limits or TaskLimits(), resolved)
+        resolved = open_task_store(store) if isinstance(store, str) else store
+        shared = resolved if isinstance(resolved, SharedTaskStore) else None
+        local: TaskStore | None = None if isinstance(resolved, SharedTaskStore) else resolved
+        super().__init__(limits or TaskLimits(), local)
+        #: With a store shared by processes: the cross-process half (else None).
+        self.cluster: Cluster | None = Cluster(self, shared) if shared is not None else None
+        self.mirror = self.cluster
+        #: What the actors ask their requestors through (the cluster, if any).
+        self.input_relay = self.cluster
         self._seq = 0
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
-        self._rate = RateLimiter(self.limits.rate_per_second, self.limits.rate_burst)
         # A durable store (SqliteTaskStore...) has these; the memory store not.
         self._store_sync: Callable[[], Awaitable[None]] | None = getattr(self.store, "sync", None)
 
@@ -100,20 +113,28 @@ class TaskRegistry(TaskLedger):
             finally:
                 self._users -= 1
             return
+        cluster = self.cluster
         opener = getattr(self.store, "open", None)
-        if opener is not None:
+        if cluster is not None:
+            self._cursors = CursorCodec(await cluster.store.open())
+        elif opener is not None:
             self._restore(await opener())
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reap)
+                if cluster is not None:
+                    await nursery.start(cluster.run)
                 try:
                     yield self
                 finally:
                     self._nursery = None
+                    if cluster is not None:
+                        with trio.CancelScope(shield=True), trio.move_on_after(5):
+                            await cluster.settle()
                     nursery.cancel_scope.cancel()
         finally:
-            closer = getattr(self.store, "aclose", None)
+            closer = cluster.store.aclose if cluster else getattr(self.store, "aclose", None)
             if closer is not None:
                 with trio.CancelScope(shield=True):
                     await closer()
@@ -140,7 +161,9 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: stops waiting; the writes go on.
         """
-        if self._store_sync is not None:
+        if self.cluster is not None:
+            await self.cluster.settle()
+        elif self._store_sync is not None:
             await self._store_sync()
 
     @property
@@ -148,30 +171,7 @@ class TaskRegistry(TaskLedger):
         """True inside :meth:`running`."""
         return self._nursery is not None
 
-    # --- rate limit ------------------------------------------------------------------------
-
-    def check_rate(self, owner: str) -> None:
-        """Count one ``tasks/*`` operation of ``owner`` against the rate limit.
-
-        Raises:
-            McpError: -32000 when the owner is over its rate.
-        """
-        self._rate.check(owner)
-
     # --- creating ------------------------------------------------------------------------
-
-    def _grant_ttl(self, requested: int | None) -> int | None:
-        limits = self.limits
-        ttl = limits.default_ttl if requested is None else max(0, requested)
-        if limits.max_ttl is not None:
-            ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
-        return ttl
-
-    def _new_id(self) -> str:
-        while True:
-            task_id = secrets.token_hex(16)  # 128 random bits
-            if self.store.get(task_id) is None:
-                return task_id
 
     async def create(
         self,
@@ -207,7 +207,8 @@ class TaskRegistry(TaskLedger):
         if self._nursery is None:
             raise RuntimeError("the task registry is not running (use registry.running())")
         limits = self.limits
-        if self._live.get(owner, 0) >= limits.max_live_per_requestor:
+        cluster = self.cluster
+        if cluster is None and self._live.get(owner, 0) >= limits.max_live_per_requestor:
             audit.warning("task refused context=%s reason=live-cap", owner)
             raise McpError(
                 RESOURCE_LIMIT,
@@ -220,12 +221,12 @@ class TaskRegistry(TaskLedger):
                 raise McpError(
                     RESOURCE_LIMIT, f"Too many tasks: the server keeps at most {limits.max_tasks}"
                 )
-        ttl = self._grant_ttl(requested_ttl)
+        ttl = _grant_ttl(limits, requested_ttl)
         now = now_iso()
         self._seq += 1
         deadline = math.inf if ttl is None else trio.current_time() + ttl / 1000
         record = TaskRecord(
-            task_id=self._new_id(),
+            task_id=secrets.token_hex(16),  # 128 random bits
             owner=owner,
             seq=self._seq,
             method=method,
@@ -236,6 +237,8 @@ class TaskRegistry(TaskLedger):
             poll_interval=limits.poll_interval,
             deadline=deadline,
         )
+        if cluster is not None:
+            await cluster.create(record, limits.max_live_per_requestor)
         actor = TaskActor(self, record, origin, progress_token, work=work)
         self.store.add(record)
         self._notify_observers(record)
@@ -248,31 +251,37 @@ class TaskRegistry(TaskLedger):
         audit.info(
             "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
         )
-        try:
-            await self.settle()  # the CreateTaskResult promises a task that exists
-        except McpError:
-            self._delete(record.task_id)
-            raise
+        if cluster is None:
+            try:
+                await self.settle()  # the CreateTaskResult promises a task that exists
+            except McpError:
+                self._delete(record.task_id)
+                raise
         return actor
 
     def launch(self, actor: TaskActor) -> None:
         """Start an announced actor's Trio task in the actors' nursery.
 
-        ``start_soon``, not ``await nursery.start``, and only once the
-        ``CreateTaskResult`` is sent: the answer's snapshot comes from the
-        record, so nothing needs handing back, and a task that is not yet
-        announced costs no Trio task, no event and no scheduler pass (the
-        measured effect is in bench/PERF_NOTES.md). A constant name spares
-        Trio formatting one per task.
+        ``start_soon`` once the ``CreateTaskResult`` is sent, with a constant
+        name: why, measured, is in bench/PERF_NOTES.md (change 1).
         """
         if self._nursery is not None and self._actors.get(actor.task_id) is actor:
             self._nursery.start_soon(actor.run, name=_ACTOR_NAME)
 
     # --- requestor operations -------------------------------------------------------------
 
-    def get(self, owner: str, task_id: str) -> Task:
-        """``tasks/get``: the task's current state."""
-        record = self.lookup(owner, task_id)
+    async def get(self, owner: str, task_id: str) -> Task:
+        """``tasks/get``: the task's current state, once durable.
+
+        Raises:
+            McpError: -32602 for an unknown, expired or foreign task; -32603
+                when the store is unavailable.
+        """
+        if self.cluster is not None:
+            record = await self.cluster.lookup(owner, task_id)
+        else:
+            record = self.lookup(owner, task_id)
+            await self.settle()  # a status is told only once it is durable
         audit.debug("task polled id=%s context=%s", task_id, owner)
         return record.snapshot()
 
@@ -290,71 +299,93 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: cancelling stops waiting; the task is unaffected.
         """
-        record = self.lookup(owner, task_id)
-        actor = self._actors.get(task_id)
-        if not record.status.is_terminal and actor is not None:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(actor.serve_inputs, peer)
-                await actor.done.wait()
-                nursery.cancel_scope.cancel()
+        if self.cluster is not None:
+            record = await self.cluster.wait_terminal(owner, task_id, peer)
+        else:
             record = self.lookup(owner, task_id)
+            actor = self._actors.get(task_id)
+            if not record.status.is_terminal and actor is not None:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(actor.serve_inputs, peer)
+                    await actor.done.wait()
+                    nursery.cancel_scope.cancel()
+                record = self.lookup(owner, task_id)
+            await self.settle()
         audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)
-        await self.settle()
-        outcome = record.outcome
-        if record.status is TaskStatus.CANCELLED:
-            outcome = CANCELLED_RESULT
-        elif outcome is None:
-            # Failed without an outcome: its process died while it ran.
-            outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
-        if isinstance(outcome, ErrorData):
-            raise McpError(outcome.code, outcome.message, outcome.data)
-        result = dict(outcome)
-        result["_meta"] = related_task_meta(task_id, result.get("_meta"))
-        return result
+        return _final_result(record)
 
-    def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
+    async def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
         """``tasks/list``: one page of ``owner``'s tasks, oldest first.
 
         Raises:
             McpError: -32602 for a cursor this registry did not issue to
-                ``owner``.
+                ``owner``; -32603 when the store is unavailable.
         """
         after = 0 if cursor is None else self._cursors.read(owner, cursor)
+        limit = self.limits.page_size
+        if self.cluster is not None:
+            await self.cluster.settle()
+            records, more = await self.cluster.store.page(owner, after, limit)
+        else:
+            records, more = self.store.page(owner, after, limit)
+            await self.settle()
         now = trio.current_time()
-        records, more = self.store.page(owner, after, self.limits.page_size)
         tasks = [r.snapshot() for r in records if r.deadline > now]
         next_cursor = self._cursors.make(owner, records[-1].seq) if more and records else None
         audit.debug("tasks listed context=%s count=%d", owner, len(tasks))
         return tasks, next_cursor
 
-    def cancel(self, owner: str, task_id: str) -> Task:
-        """``tasks/cancel``: mark the task cancelled, then stop its work.
+    async def cancel(self, owner: str, task_id: str) -> Task:
+        """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it runs).
 
         Raises:
-            McpError: -32602 for an unknown task or one already terminal.
+            McpError: -32602 for an unknown task or one already terminal;
+                -32603 when the store is unavailable.
         """
-        record = self.lookup(owner, task_id)
+        cluster = self.cluster
+        record = await cluster.lookup(owner, task_id) if cluster else self.lookup(owner, task_id)
         if record.status.is_terminal:
-            raise McpError(
-                INVALID_PARAMS,
-                f"Cannot cancel task: already in terminal status '{record.status.value}'",
-            )
-        actor = self._actors[task_id]
-        self.transition(actor, TaskEvent.CANCEL, "The task was cancelled by request.")
-        actor.scope.cancel()
+            raise _already_terminal(record)
+        actor = self._actors.get(task_id)
+        if actor is not None:
+            self.transition(actor, TaskEvent.CANCEL, _CANCEL_MESSAGE)
+            actor.scope.cancel()
+            await self.settle()
+        elif cluster is not None:
+            # Its actor runs in another process: the stored cancel reaches it.
+            await cluster.store.cancel(task_id, _CANCEL_MESSAGE, now_iso())
+        if cluster is not None:
+            record = await cluster.lookup(owner, task_id)
+            if record.status is not TaskStatus.CANCELLED:
+                raise _already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record.snapshot()
 
-    # --- expiry ------------------------------------------------------------------------------
-
-    async def _reap(self) -> None:
-        """The one reaper: sleep until the next deadline, delete what expired."""
-        while True:
-            self._reap_now()
-            self._reaper_wakeup = trio.Event()
-            deadline = self._expiry[0][0] if self._expiry else math.inf
-            with trio.move_on_at(deadline):
-                await self._reaper_wakeup.wait()
 
 
+def _final_result(record: TaskRecord) -> dict[str, Any]:
+    """A terminal task's ``tasks/result`` answer, or its JSON-RPC error."""
+    outcome = record.outcome
+    if record.status is TaskStatus.CANCELLED:
+        outcome = CANCELLED_RESULT
+    elif outcome is None:
+        # Failed without an outcome: its process died while it ran.
+        outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
+    if isinstance(outcome, ErrorData):
+        raise McpError(outcome.code, outcome.message, outcome.data)
+    result = dict(outcome)
+    result["_meta"] = related_task_meta(record.task_id, result.get("_meta"))
+    return result
 
+
+def _already_terminal(record: TaskRecord) -> McpError:
+    return McpError(
+        INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status.value}'"
+    )
+
+
+def _grant_ttl(limits: TaskLimits, requested: int | None) -> int | None:
+    ttl = limits.default_ttl if requested is None else max(0, requested)
+    if limits.max_ttl is not None:
+        ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
+    return ttl

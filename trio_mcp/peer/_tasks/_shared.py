@@ -181,3 +181,30 @@ class SharedTaskStore(Protocol):
     async def take_answer(self, task_id: str, key: str) -> InputAnswer | None:
         """Remove and return the answer to request ``key``, if there is one."""
         ...
+
+
+class RecordMirror(Protocol):
+    """Where the ledger copies every local change of a record, in order (the cluster)."""
+
+    def written(self, record: TaskRecord) -> None:
+        """``record`` changed (status, message, outcome): write it to the shared store."""
+        ...
+
+    def deleted(self, task_id: str) -> None:
+        """The record's TTL ran out here: delete it from the shared store."""
+        ...
+
+
+class InputRelay(Protocol):
+    """How a task actor asks its requestor for input when tasks are shared by processes."""
+
+    async def ask(
+        self, actor: Any, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], Any]:
+        """Queue the request in the shared store, await the answer from any process.
+
+        Returns:
+            The raw result and the local connection that delivered it (``None``
+            when another process delivered it).
+        """
+        ...

@@ -1,0 +1,320 @@
+"""The cluster half of the registry: tasks shared by many processes through one store.
+
+With a :class:`~._shared.SharedTaskStore` (Redis) the store holds the truth and
+every process reads from it; a process keeps only the actors it runs. This
+module does what crosses processes:
+
+- **writes in order**: the ledger's changes of a local record (status,
+  message, outcome, expiry) go through one writer task, each a compare-and-set
+  in the store; :meth:`Cluster.settle` waits until they are stored before
+  anything is acknowledged. A write the store refuses (the task was cancelled
+  by another process, or failed when this process's lease lapsed) makes the
+  local actor agree with the store (:meth:`Cluster.reconcile`).
+- **waiting**: ``tasks/result`` for a task anywhere waits on hints from the
+  store (its pub/sub), re-reading the stored status at least every
+  ``hint_seconds``, so a lost hint costs a delay and never a hang.
+- **cancel**: a cancel stored by any process sends a hint; the process that
+  runs the actor cancels its scope. A heartbeat every third of the lease
+  re-checks every local actor against the store, for hints that were lost.
+- **input_required**: a task's requests to its requestor are queued in the
+  store; whichever process has ``tasks/result`` open for the task takes one,
+  sends it over its connection and stores the answer, which wakes the actor.
+  If nobody takes it within one ``pollInterval``, the actor's own process
+  sends it to the requestor's newest local connection, as the local runtime does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
+
+import attrs
+import trio
+
+from ..._errors import INVALID_PARAMS, RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
+from .._messages import TaskStatus
+from ._connection import TaskConnection
+from ._shared import CapReached, InputAnswer, InputItem, SharedTaskStore, store_unavailable
+from ._state import TaskEvent
+from ._store import TaskRecord
+
+if TYPE_CHECKING:
+    from ._actor import TaskActor
+    from ._ledger import TaskLedger
+
+log = logging.getLogger("trio_mcp.tasks")
+
+#: Seconds :meth:`Cluster.settle` waits for writes to reach the store before the
+#: request gets the "store unavailable" error (the writes go on being retried).
+SETTLE_TIMEOUT: Final = 5.0
+_RETRY_SECONDS: Final = 0.5
+
+_Write: TypeAlias = tuple[Literal["update"], TaskRecord] | tuple[Literal["delete"], str]
+
+
+@final
+class Cluster:
+    """Connects one registry to a store shared with other processes.
+
+    Args:
+        ledger: The registry whose actors this process runs.
+        store: The shared store (opened and run by the registry).
+    """
+
+    def __init__(self, ledger: TaskLedger, store: SharedTaskStore) -> None:
+        self.store = store
+        self._ledger = ledger
+        self._send, self._receive = trio.open_memory_channel[_Write](math.inf)
+        self._queued = 0
+        self._stored = 0
+        self._progress = trio.Event()
+        self._failing: str | None = None
+        self._waiters: dict[str, trio.Event] = {}
+        self._keys = itertools.count(1)
+        # Who delivered an input request answered in this process: its actor's
+        # ask() returns that connection (a nested task is followed there).
+        self._via: dict[tuple[str, str], TaskConnection] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the store's hints and lease, the writer and the heartbeat, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.store.run, self)
+            nursery.start_soon(self._writer)
+            nursery.start_soon(self._heartbeat)
+            task_status.started()
+
+    # --- creating ------------------------------------------------------------------------
+
+    async def create(self, record: TaskRecord, max_live: int) -> None:
+        """Store a new record run here; set its global sequence number.
+
+        Raises:
+            McpError: -32000 at the owner's live-task cap (counted over every
+                process, atomically); -32603 when the store is unavailable.
+        """
+        try:
+            record.seq = await self.store.create(record, max_live=max_live)
+        except CapReached:
+            raise McpError(
+                RESOURCE_LIMIT, f"Too many live tasks: at most {max_live} per requestor"
+            ) from None
+
+    # --- ordered writes (the ledger's RecordMirror) --------------------------------------
+
+    def written(self, record: TaskRecord) -> None:
+        """Queue ``record``'s current state for the store."""
+        self._queue(("update", attrs.evolve(record)))
+
+    def deleted(self, task_id: str) -> None:
+        """Queue the deletion of an expired task."""
+        self._queue(("delete", task_id))
+
+    def _queue(self, item: _Write) -> None:
+        self._queued += 1
+        self._send.send_nowait(item)
+
+    async def settle(self) -> None:
+        """Wait until every change queued so far is in the store.
+
+        Raises:
+            McpError: -32603 when the store has not taken them within
+                :data:`SETTLE_TIMEOUT` seconds (they are kept and retried).
+
+        Cancellation: stops waiting; the writes go on.
+        """
+        target = self._queued
+        if self._stored >= target:
+            return
+        with trio.move_on_after(SETTLE_TIMEOUT):
+            while self._stored < target:
+                await self._progress.wait()
+            return
+        raise store_unavailable(self._failing or "writes are not getting through")
+
+    async def _writer(self) -> None:
+        async for item in self._receive:
+            while True:
+                try:
+                    if item[0] == "update":
+                        record = item[1]
+                        task_id = record.task_id
+                        if not await self.store.update(record):
+                            self._spawn(self.reconcile, task_id)
+                    else:
+                        task_id = item[1]
+                        await self.store.delete(task_id)
+                except McpError as exc:
+                    if self._failing is None:
+                        log.warning("task store write failed, retrying: %s", exc.message)
+                    self._failing = exc.message
+                    await trio.sleep(_RETRY_SECONDS)
+                    continue
+                break
+            if self._failing is not None:
+                log.warning("task store writes resumed")
+                self._failing = None
+            self._stored += 1
+            self._progress.set()
+            self._progress = trio.Event()
+            self.wake(task_id)
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(fn, *args)
+
+    # --- hints (the store's StoreEvents) -------------------------------------------------
+
+    def on_hint(self, kind: str, task_id: str) -> None:
+        """A hint from the store: wake who waits on the task; a cancel reaches its actor."""
+        if kind == "cancel" and task_id in self._ledger.running_ids():
+            self._spawn(self.reconcile, task_id)
+        self.wake(task_id)
+
+    def wake(self, task_id: str) -> None:
+        """Wake every local waiter on ``task_id`` (they re-read the store)."""
+        event = self._waiters.pop(task_id, None)
+        if event is not None:
+            event.set()
+
+    def _hint(self, task_id: str) -> trio.Event:
+        event = self._waiters.get(task_id)
+        if event is None:
+            event = self._waiters[task_id] = trio.Event()
+        return event
+
+    async def _sleep_on(self, event: trio.Event, seconds: float) -> None:
+        with trio.move_on_after(min(seconds, self.store.hint_seconds)):
+            await event.wait()
+
+    async def reconcile(self, task_id: str) -> None:
+        """Make a local actor agree with the store (cancelled, failed or gone elsewhere)."""
+        actor = self._ledger.running_actor(task_id)
+        if actor is None or actor.record.status.is_terminal:
+            return
+        try:
+            record = await self.store.get(task_id)
+        except McpError:
+            return  # the heartbeat tries again
+        if record is not None and not record.status.is_terminal:
+            return
+        if record is None:
+            self._ledger.expire(task_id)
+            return
+        event = TaskEvent.CANCEL if record.status is TaskStatus.CANCELLED else TaskEvent.FAIL
+        self._ledger.transition(actor, event, record.status_message)
+        actor.scope.cancel()
+        log.info("task %s %s by another process", task_id, record.status.value)
+
+    async def _heartbeat(self) -> None:
+        """Every third of the lease: re-check the local actors against the store."""
+        while True:
+            await trio.sleep(self.store.lease_seconds / 3)
+            ids = self._ledger.running_ids()
+            if not ids:
+                continue
+            try:
+                stopped = await self.store.terminal_among(ids)
+            except McpError:
+                continue
+            for task_id in stopped:
+                await self.reconcile(task_id)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    async def lookup(self, owner: str, task_id: str) -> TaskRecord:
+        """``owner``'s task as stored, after this process's own writes.
+
+        Raises:
+            McpError: -32602 for an unknown, expired or foreign id; -32603
+                when the store is unavailable.
+        """
+        await self.settle()
+        record = await self.store.get(task_id)
+        if record is None or record.owner != owner:
+            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        if record.deadline <= trio.current_time():
+            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
+        return record
+
+    async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:
+        """``tasks/result``'s wait: until the task is terminal, wherever it runs.
+
+        Meanwhile the task's input requests queued in the store are taken
+        and sent over ``peer``, and their answers stored for the actor.
+        """
+        hint = self._hint(task_id)
+        record = await self.lookup(owner, task_id)
+        if record.status.is_terminal:
+            return record
+        async with trio.open_nursery() as nursery:
+            while not record.status.is_terminal:
+                while (item := await self.store.claim_input(task_id)) is not None:
+                    nursery.start_soon(self._deliver, task_id, item, peer)
+                await self._sleep_on(hint, math.inf)
+                hint = self._hint(task_id)
+                record = await self.lookup(owner, task_id)
+            nursery.cancel_scope.cancel()
+        return record
+
+    async def _deliver(self, task_id: str, item: InputItem, peer: TaskConnection) -> None:
+        params = item.params
+        if self._ledger.running_actor(task_id) is None and "task" in params:
+            # The answer goes to another process, which cannot follow a task
+            # hosted on this connection: ask for the plain result instead.
+            params = {k: v for k, v in params.items() if k != "task"}
+        try:
+            result = await peer.request_raw(item.method, params)
+            answer = InputAnswer(result=result)
+            if self._ledger.running_actor(task_id) is not None:
+                self._via[task_id, item.key] = peer
+        except RemoteError as exc:
+            error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            answer = InputAnswer(error=error)
+        except ConnectionClosed:
+            await self.store.requeue_input(task_id, item)
+            return
+        try:
+            await self.store.answer_input(task_id, item.key, answer)
+        except McpError as exc:
+            log.warning("task %s: an answer could not be stored: %s", task_id, exc.message)
+
+    # --- the actors' input requests (InputRelay) -----------------------------------------
+
+    async def ask(
+        self, actor: TaskActor, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Queue ``method`` for the requestor in the store and await its answer.
+
+        Raises:
+            RemoteError: The requestor answered with an error.
+            McpError: -32603 when the store is unavailable.
+        """
+        task_id = actor.task_id
+        item = InputItem(str(next(self._keys)), method, params)
+        hint = self._hint(task_id)
+        await self.store.push_input(task_id, item)
+        poll = actor.record.poll_interval / 1000
+        fallback_at = trio.current_time() + poll
+        while (answer := await self.store.take_answer(task_id, item.key)) is None:
+            if trio.current_time() >= fallback_at:
+                fallback_at = trio.current_time() + poll
+                peer = self._ledger.live_peer(actor.record.owner, prefer=actor.origin)
+                if peer is not None and await self.store.claim_input(task_id, item.key):
+                    try:
+                        return await peer.request_raw(method, params), peer
+                    except ConnectionClosed:
+                        await self.store.requeue_input(task_id, item)
+            await self._sleep_on(hint, max(0.0, fallback_at - trio.current_time()))
+            hint = self._hint(task_id)
+        via = self._via.pop((task_id, item.key), None)
+        if answer.error is not None:
+            error = answer.error
+            raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
+        assert answer.result is not None
+        return answer.result, via

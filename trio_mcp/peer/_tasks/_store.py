@@ -4,7 +4,7 @@ the default :class:`MemoryTaskStore`."""
 from __future__ import annotations
 
 import bisect
-from datetime import UTC, datetime
+import time
 from typing import Any, Protocol, TypeAlias, final
 
 import attrs
@@ -129,8 +129,21 @@ class MemoryTaskStore:
         return len(self._records)
 
 
+_last_iso: tuple[int, str] = (-1, "")
+
+
 def now_iso() -> str:
-    """The current UTC time as ISO 8601 with milliseconds (``...Z``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current UTC time as ISO 8601 with milliseconds (``...Z``).
+
+    Formatted once per millisecond: creating or cancelling thousands of tasks
+    reads the clock thousands of times within the same millisecond.
+    """
+    global _last_iso
+    ms = time.time_ns() // 1_000_000
+    if ms != _last_iso[0]:
+        seconds, millis = divmod(ms, 1000)
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+        _last_iso = (ms, text)
+    return _last_iso[1]
 
 

@@ -325,8 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", metavar="T",
                        help="with --ws or --http: require this bearer token")
     serve.add_argument("--store", metavar="URL",
-                       help="where tasks live: memory (default) or sqlite:///path/to/tasks.db "
-                            "(tasks then survive a restart, for the same --token)")
+                       help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
+                            "(tasks survive a restart, for the same --token) or "
+                            "redis://host:port/0 (shared by every server on that Redis)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     serve.set_defaults(run=run_serve_example)
     return parser

@@ -27,6 +27,7 @@ The registry talks to connections only through
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import math
@@ -129,8 +130,8 @@ class TaskRegistry(TaskLedger):
                     yield self
                 finally:
                     self._nursery = None
-                    if cluster is not None:
-                        with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    if cluster is not None:  # store what is queued, if the store lets us
+                        with trio.CancelScope(shield=True), contextlib.suppress(McpError):
                             await cluster.settle()
                     nursery.cancel_scope.cancel()
         finally:

@@ -54,7 +54,7 @@ from coredis.retry import NoRetryPolicy
 
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
-from ._redis_loops import hold_client, listen, repeat
+from ._redis_loops import closing_connections, hold_client, listen, repeat
 from ._shared import LEASE_LOST_MESSAGE, CapReached, InputAnswer, InputItem, store_unavailable
 from ._sqlite import _outcome_from_json, _outcome_to_json
 from ._store import TaskRecord, now_iso
@@ -243,6 +243,7 @@ class RedisTaskStore:
         client: coredis.Redis[str] = coredis.Redis.from_url(
             self._client_url, decode_responses=True, retry_policy=NoRetryPolicy()
         )
+        closing_connections(client)
         self._stop, self._stopped, ready = trio.Event(), trio.Event(), trio.Event()
         trio.lowlevel.spawn_system_task(
             hold_client, client, ready, self._stop, self._stopped, name=f"{self!r} pool"
@@ -445,4 +446,3 @@ class RedisTaskStore:
             return None
         body = json.loads(str(text))
         return InputAnswer(result=body.get("result"), error=body.get("error"))
-

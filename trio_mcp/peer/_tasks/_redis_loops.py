@@ -17,6 +17,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+import anyio.streams.memory
 import coredis
 import trio
 
@@ -25,6 +26,29 @@ log = logging.getLogger("trio_mcp.tasks")
 #: First and longest pause before re-subscribing after Redis went away (seconds).
 BACKOFF_FIRST: Final = 0.1
 BACKOFF_MAX: Final = 5.0
+
+
+def closing_connections(client: coredis.Redis[str]) -> None:
+    """Make ``client``'s pool close a failed connection's buffers (coredis 6 leaves
+    them open when a connection attempt fails: a ``ResourceWarning`` per attempt)."""
+    pool: Any = client.connection_pool
+    base = pool.connection_class
+
+    async def run(self: Any, **kwargs: Any) -> None:
+        try:
+            await base.run(self, **kwargs)
+        finally:
+            for value in list(vars(self).values()):
+                if isinstance(value, _STREAMS):
+                    value.close()
+
+    pool.connection_class = type(f"Closing{base.__name__}", (base,), {"run": run})
+
+
+_STREAMS: Final = (
+    anyio.streams.memory.MemoryObjectSendStream,
+    anyio.streams.memory.MemoryObjectReceiveStream,
+)
 
 
 async def hold_client(

@@ -81,7 +81,11 @@ if TERMINAL[cur[1]] then
   return 0
 end
 redis.call('HSET', key, 'status', status, 'updated', updated)
-if ARGV[5] == '1' then redis.call('HSET', key, 'msg', ARGV[6]) else redis.call('HDEL', key, 'msg') end
+if ARGV[5] == '1' then
+  redis.call('HSET', key, 'msg', ARGV[6])
+else
+  redis.call('HDEL', key, 'msg')
+end
 if ARGV[7] == '1' then
   redis.call('HSET', key, 'outcome', ARGV[8])
 else

@@ -19,6 +19,7 @@ hanging, and service resumes once a retry commits.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import math
@@ -381,13 +382,14 @@ def open_task_store(url: str) -> Any:
             raise ValueError(f"a sqlite store URL needs a path: {url!r}")
         return SqliteTaskStore(path)
     if scheme in ("redis", "rediss", "unix") and sep:
+        # Loaded by name: coredis is optional, and ._redis imports this module.
         try:
-            from ._redis import RedisTaskStore
+            redis = importlib.import_module("._redis", __package__)
         except ImportError as exc:
             raise ImportError(
                 f"a Redis task store ({url!r}) needs coredis: pip install 'trio-mcp[redis]'"
             ) from exc
-        return RedisTaskStore(url)
+        return redis.RedisTaskStore(url)
     raise ValueError(
         f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db'"
         " or 'redis://host:port/db'"

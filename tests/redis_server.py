@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -124,16 +125,15 @@ def require_redis() -> None:
 
 
 @pytest.fixture
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A private running ``redis-server`` (stop and start it to simulate an outage)."""
     require_redis()
-    # tmp_path can be too long for a unix socket path: use a short folder.
-    folder = Path(tmp_path_factory.mktemp("redis", numbered=True))
-    if len(str(folder)) > 80:
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix="rds"))
-    with RedisServer(folder) as server:
+    if len(str(tmp_path)) <= 80:
+        with RedisServer(tmp_path) as server:
+            yield server
+        return
+    # a unix socket path is limited to ~107 bytes: use a short folder instead
+    with tempfile.TemporaryDirectory(prefix="rds") as folder, RedisServer(Path(folder)) as server:
         yield server
 
 

@@ -43,7 +43,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Final, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import coredis
@@ -55,7 +55,15 @@ from coredis.retry import NoRetryPolicy
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
 from ._redis_loops import closing_connections, hold_client, listen, repeat
-from ._shared import LEASE_LOST_MESSAGE, CapReached, InputAnswer, InputItem, store_unavailable
+from ._shared import (
+    LEASE_LOST_MESSAGE,
+    CapReached,
+    InputAnswer,
+    InputItem,
+    SharedTaskStore,
+    StoreEvents,
+    store_unavailable,
+)
 from ._sqlite import _outcome_from_json, _outcome_to_json
 from ._store import TaskRecord, now_iso
 
@@ -194,6 +202,7 @@ class RedisTaskStore:
         if not self.lease_seconds > 0:
             raise ValueError(f"the lease must be positive: {self.lease_seconds}")
         self.prefix = prefix if prefix is not None else options.get("prefix", DEFAULT_PREFIX)
+        self._lease_ms = str(math.ceil(self.lease_seconds * 1000))
         hint = options.get("hint")
         self.hint_seconds = float(hint) if hint else min(2.0, self.lease_seconds / 3)
         self.instance = instance or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
@@ -305,7 +314,7 @@ class RedisTaskStore:
         self._client = None
 
     async def run(
-        self, events: Any, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
         lease/3 s, fail dead instances' tasks every lease/2 s. Survives Redis outages
@@ -330,7 +339,7 @@ class RedisTaskStore:
 
     async def renew_lease(self) -> bool:
         """Take or renew this process's lease; False if it had lapsed (or is new)."""
-        held = await self._script("renew", self.instance, str(math.ceil(self.lease_seconds * 1000)))
+        held = await self._script("renew", self.instance, self._lease_ms)
         return bool(held)
 
     async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
@@ -371,7 +380,7 @@ class RedisTaskStore:
         at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
         seq = int(await self._script(
             "create", record.task_id, record.owner, self.instance, record.status.value,
-            record.created_at, str(max_live), str(_now_ms()), at, *fields,
+            record.created_at, str(max_live), str(_now_ms()), at, self._lease_ms, *fields,
         ))  # fmt: skip
         if seq == -1:
             raise CapReached(f"{record.owner!r} has {max_live} live tasks")
@@ -446,3 +455,9 @@ class RedisTaskStore:
             return None
         body = json.loads(str(text))
         return InputAnswer(result=body.get("result"), error=body.get("error"))
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: RedisTaskStore) -> SharedTaskStore:
+        return store  # mypy checks the class against the protocol

@@ -24,7 +24,9 @@ end
 """
 
 #: ARGV: P, id, owner, runner, status, created, max_live, now_ms, expire_at_ms|'',
-#: then field/value pairs. Returns the seq, -1 (cap reached) or -2 (id taken).
+#: lease_ms, then field/value pairs. Returns the seq, -1 (cap reached) or -2 (id
+#: taken). The runner is (re)registered, its lease re-taken if it had lapsed, so a
+#: task is never left in the runs set of an instance nobody sweeps.
 CREATE: Final = (
     _PRELUDE
     + """
@@ -49,7 +51,7 @@ if running and redis.call('SCARD', live) >= max_live then
 end
 local seq = redis.call('INCR', P .. ':seq')
 redis.call('HSET', key, 'seq', seq, 'owner', owner, 'runner', runner, 'status', status,
-  'created', ARGV[6], unpack(ARGV, 10))
+  'created', ARGV[6], unpack(ARGV, 11))
 local index = P .. ':o:' .. owner
 local left = redis.call('PTTL', index)
 redis.call('ZADD', index, seq, id)
@@ -62,6 +64,8 @@ end
 if running then
   redis.call('SADD', live, id)
   redis.call('SADD', P .. ':runs:' .. runner, id)
+  redis.call('SADD', P .. ':instances', runner)
+  redis.call('SET', P .. ':lease:' .. runner, '1', 'PX', ARGV[10], 'NX')
 end
 return seq
 """

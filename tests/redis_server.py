@@ -125,6 +125,12 @@ def require_redis() -> None:
 
 
 @pytest.fixture
+def redis_available() -> None:
+    """Skip (or, under CI, fail) unless coredis and ``redis-server`` are available."""
+    require_redis()
+
+
+@pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A private running ``redis-server`` (stop and start it to simulate an outage)."""
     require_redis()

@@ -29,9 +29,9 @@ from trio_mcp.peer._tasks._shared import (
 )
 from trio_mcp.peer._tasks._store import TaskRecord, now_iso
 
-from .redis_server import RedisServer, redis_server, redis_url, require_redis
+from .redis_server import RedisServer, redis_available, redis_server, redis_url, require_redis
 
-__all__ = ["redis_server", "redis_url"]  # the fixtures
+__all__ = ["redis_available", "redis_server", "redis_url"]  # the fixtures
 
 
 def _store(url: str, **kwargs: Any) -> Any:
@@ -456,8 +456,9 @@ async def test_redis_that_hangs_times_out(redis_server: RedisServer) -> None:
         assert await a.get("t-1") is None
 
 
-async def test_redis_open_fails_clearly_without_a_server(tmp_path: Path) -> None:
-    require_redis()
+async def test_redis_open_fails_clearly_without_a_server(
+    tmp_path: Path, redis_available: None
+) -> None:
     store = _store(f"unix://{tmp_path}/none.sock?db=0")
     with pytest.raises(McpError, match="Task store unavailable"):
         await store.open()

@@ -4,7 +4,7 @@ URL: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or
 ``unix:///path/to/redis.sock?db=N``, with the query options ``lease=SECONDS``
 (default 30), ``prefix=NAME`` (default ``trio-mcp``) and ``hint=SECONDS``; any
 other query option goes to :mod:`coredis`. Needs the ``redis`` extra (coredis)
-and a standalone Redis (or a primary) >= 6.2; not Redis Cluster.
+and a standalone Redis (or a primary), 6.0 or later (RESP3); not Redis Cluster.
 
 Key layout (``P`` is the prefix)::
 

@@ -197,7 +197,7 @@ def run_cli_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_serve_example_refuses_a_bad_store_and_address() -> None:
-    store = run_cli("serve-example", "--store", "redis://localhost/0")
+    store = run_cli("serve-example", "--store", "postgres://localhost/0")
     assert store.returncode == 2
     assert one_line_error(store).startswith("trio-mcp: --store: unsupported task store URL")
     address = run_cli("serve-example", "--http", "nowhere")

@@ -19,6 +19,7 @@ hanging, and service resumes once a retry commits.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import math
@@ -363,10 +364,14 @@ def open_task_store(url: str) -> Any:
 
     * ``memory`` or ``memory://``: the default in-memory store (dies with the process);
     * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
-      :class:`SqliteTaskStore`, durable across restarts of one process.
+      :class:`SqliteTaskStore`, durable across restarts of one process;
+    * ``redis://host:port/db``, ``rediss://...`` or ``unix:///path/to/redis.sock?db=N``
+      (query options ``lease=SECONDS``, ``prefix=NAME``): a
+      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra).
 
     Raises:
         ValueError: An unknown or unsupported scheme.
+        ImportError: A Redis URL without coredis installed.
     """
     scheme, sep, rest = url.partition("://")
     if url == "memory" or (scheme == "memory" and sep):
@@ -376,6 +381,16 @@ def open_task_store(url: str) -> Any:
         if not path:
             raise ValueError(f"a sqlite store URL needs a path: {url!r}")
         return SqliteTaskStore(path)
+    if scheme in ("redis", "rediss", "unix") and sep:
+        # Loaded by name: coredis is optional, and ._redis imports this module.
+        try:
+            redis = importlib.import_module("._redis", __package__)
+        except ImportError as exc:
+            raise ImportError(
+                f"a Redis task store ({url!r}) needs coredis: pip install 'trio-mcp[redis]'"
+            ) from exc
+        return redis.RedisTaskStore(url)
     raise ValueError(
-        f"unsupported task store URL {url!r}: use 'memory' or 'sqlite:///path/to/tasks.db'"
+        f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db'"
+        " or 'redis://host:port/db'"
     )

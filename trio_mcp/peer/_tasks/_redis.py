@@ -1,0 +1,463 @@
+"""A task store in Redis, shared by many server processes (:class:`RedisTaskStore`).
+
+URL: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or
+``unix:///path/to/redis.sock?db=N``, with the query options ``lease=SECONDS``
+(default 30), ``prefix=NAME`` (default ``trio-mcp``) and ``hint=SECONDS``; any
+other query option goes to :mod:`coredis`. Needs the ``redis`` extra (coredis)
+and a standalone Redis (or a primary), 6.0 or later (RESP3); not Redis Cluster.
+
+Key layout (``P`` is the prefix)::
+
+    P:t:{task_id}      HASH  owner, seq, method, status, created, updated, ttl,
+                             poll, expires (epoch ms; absent for ttl None), msg,
+                             outcome (JSON text, written and read only by Python),
+                             runner (the instance that runs it). PEXPIREAT at
+                             expires + EXPIRY_MARGIN; past ``expires`` it reads as gone.
+    P:o:{owner}        ZSET  task ids by seq (tasks/list); stale members are
+                             dropped by paging; expires with its longest-lived task.
+    P:live:{owner}     SET   the owner's non-terminal task ids (SCARD = live count,
+                             healed by create when it reaches the cap).
+    P:seq              STRING the global sequence counter (INCR).
+    P:instances        SET   the instances that took a lease.
+    P:lease:{instance} STRING present while the instance lives (SET PX lease).
+    P:runs:{instance}  SET   the non-terminal task ids the instance runs.
+    P:in:{task_id}     LIST  queued input requests ("<len(key)>:<key><json>").
+    P:ans:{task_id}    HASH  request key -> answer JSON.
+    P:secret           STRING the shared cursor secret (hex; SET NX by the first).
+    P:hints            pub/sub channel: "kind|task_id", kind in status, cancel,
+                             input, answer.
+
+Every change is one Lua script (:mod:`._redis_scripts`): atomic, one round
+trip. Every call is bounded by :attr:`RedisTaskStore.op_timeout`; when Redis
+cannot be reached it raises :func:`~._shared.store_unavailable`, and the next
+call after Redis returns works again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Collection
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import coredis
+import trio
+from coredis.exceptions import ConnectionError as RedisConnectionError
+from coredis.exceptions import ReadOnlyError, RedisError, ResponseError
+from coredis.retry import NoRetryPolicy
+
+from .._messages import TaskStatus
+from . import _redis_scripts as lua
+from ._redis_loops import closing_connections, hold_client, listen, repeat
+from ._shared import (
+    LEASE_LOST_MESSAGE,
+    CapReached,
+    InputAnswer,
+    InputItem,
+    SharedTaskStore,
+    StoreEvents,
+    store_unavailable,
+)
+from ._sqlite import _outcome_from_json, _outcome_to_json
+from ._store import TaskRecord, now_iso
+
+log = logging.getLogger("trio_mcp.tasks")
+T = TypeVar("T")
+
+#: Seconds one store call may take before it fails as "unavailable".
+OP_TIMEOUT: Final = 5.0
+#: Default lease, seconds.
+DEFAULT_LEASE: Final = 30.0
+#: Default key prefix.
+DEFAULT_PREFIX: Final = "trio-mcp"
+#: How long Redis keeps a record after its ``expires`` (ms).
+EXPIRY_MARGIN_MS: Final = 60_000
+_SCRIPTS: Final = {
+    "create": lua.CREATE, "update": lua.UPDATE, "cancel": lua.CANCEL, "delete": lua.DELETE,
+    "page": lua.PAGE, "terminal_among": lua.TERMINAL_AMONG, "push_input": lua.PUSH_INPUT,
+    "claim_input": lua.CLAIM_INPUT, "answer_input": lua.ANSWER_INPUT,
+    "take_answer": lua.TAKE_ANSWER, "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP,
+    "secret": lua.SECRET,
+}  # fmt: skip
+_BUSY_REPLIES: Final = frozenset(
+    {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
+)
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a store URL into the coredis URL and our options (lease, prefix, hint)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"not a Redis URL: {url!r}")
+    ours: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in ("lease", "prefix", "hint"):
+            ours[name] = value
+        else:
+            rest.append((name, value))
+    client_url = urlunsplit(parts._replace(query=urlencode(rest)))
+    if parts.scheme == "unix" and not client_url.startswith("unix://"):
+        client_url = "unix://" + client_url[len("unix:") :]
+    return client_url, ours
+
+
+def unavailable_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` means Redis cannot serve now, or ``None`` if it is another error."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (reason := unavailable_reason(inner)) is not None:
+                return reason
+        return None
+    if isinstance(exc, RedisConnectionError | TimeoutError | OSError | ReadOnlyError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0] in _BUSY_REPLIES:
+        return f"Redis: {exc}"
+    return None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _pairs(flat: list[Any]) -> dict[str, str]:
+    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def _record(task_id: str, h: dict[str, str]) -> TaskRecord | None:
+    """The record a hash holds, or ``None`` when it is past its expiry."""
+    expires = h.get("expires")
+    if expires is None:
+        deadline = math.inf
+    else:
+        left = int(expires) / 1000 - time.time()
+        if left <= 0:
+            return None
+        deadline = trio.current_time() + left
+    ttl = h.get("ttl")
+    return TaskRecord(
+        task_id=task_id,
+        owner=h["owner"],
+        seq=int(h["seq"]),
+        method=h["method"],
+        status=TaskStatus(h["status"]),
+        created_at=h["created"],
+        last_updated_at=h["updated"],
+        ttl=None if ttl is None else int(ttl),
+        poll_interval=int(h["poll"]),
+        deadline=deadline,
+        status_message=h.get("msg"),
+        outcome=_outcome_from_json(h.get("outcome")),
+    )
+
+
+def _item_head(key: str) -> str:
+    return f"{len(key)}:{key}"
+
+
+def _encode_item(item: InputItem) -> str:
+    body = json.dumps({"method": item.method, "params": item.params}, ensure_ascii=False)
+    return _item_head(item.key) + body
+
+
+def _decode_item(text: str) -> InputItem:
+    size, _, rest = text.partition(":")
+    key, body = rest[: int(size)], json.loads(rest[int(size) :])
+    return InputItem(key=key, method=body["method"], params=body["params"])
+
+
+@final
+class RedisTaskStore:
+    """A :class:`~._shared.SharedTaskStore` in Redis (see the module for the layout).
+
+    Args:
+        url: ``redis://host:port/db``, ``rediss://...`` or ``unix:///path?db=N``,
+            optionally with ``lease=``, ``prefix=`` and ``hint=`` query options.
+        lease_seconds: The lease (overrides the URL's ``lease``; default 30).
+        prefix: The key prefix (overrides the URL's ``prefix``; default ``trio-mcp``).
+        instance: This process's id (default: host, pid and a random part).
+
+    Call :meth:`open` first, then keep :meth:`run` running (it renews the
+    lease), and :meth:`aclose` at the end. They may be called from any task.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lease_seconds: float | None = None,
+        prefix: str | None = None,
+        instance: str | None = None,
+    ) -> None:
+        self.url = url
+        self._client_url, options = parse_url(url)
+        lease = lease_seconds if lease_seconds is not None else options.get("lease")
+        self.lease_seconds = float(lease) if lease is not None else DEFAULT_LEASE
+        if not self.lease_seconds > 0:
+            raise ValueError(f"the lease must be positive: {self.lease_seconds}")
+        self.prefix = prefix if prefix is not None else options.get("prefix", DEFAULT_PREFIX)
+        self._lease_ms = str(math.ceil(self.lease_seconds * 1000))
+        hint = options.get("hint")
+        self.hint_seconds = float(hint) if hint else min(2.0, self.lease_seconds / 3)
+        self.instance = instance or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.op_timeout = OP_TIMEOUT
+        self._client: coredis.Redis[str] | None = None
+        self._scripts: dict[str, Any] = {}
+        self._stop = trio.Event()
+        self._stopped = trio.Event()
+
+    def __repr__(self) -> str:
+        return f"RedisTaskStore({self.url!r}, instance={self.instance!r})"
+
+    # --- calls -------------------------------------------------------------------------
+
+    async def _do(self, call: Callable[[coredis.Redis[str]], Awaitable[T]]) -> T:
+        client = self._client
+        if client is None or self._stopped.is_set():
+            raise store_unavailable("the Redis store is not open")
+        try:
+            with trio.fail_after(self.op_timeout):
+                return await call(client)
+        except trio.TooSlowError:
+            raise store_unavailable(f"Redis did not answer within {self.op_timeout:g} s") from None
+        except Exception as exc:
+            reason = unavailable_reason(exc)
+            if reason is None:
+                raise
+            raise store_unavailable(reason) from exc
+
+    async def _script(self, name: str, *args: str | int) -> Any:
+        script = self._scripts[name]
+        return await self._do(lambda _: script(args=[self.prefix, *args]))
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> bytes:
+        """Connect, load the scripts, take the lease, check Redis's settings.
+
+        Returns:
+            The cursor secret every process shares.
+
+        Raises:
+            McpError: Redis cannot be reached (:func:`~._shared.store_unavailable`).
+        """
+        if self._client is not None:
+            raise RuntimeError(f"{self!r} is already open")
+        client: coredis.Redis[str] = coredis.Redis.from_url(
+            self._client_url, decode_responses=True, retry_policy=NoRetryPolicy()
+        )
+        closing_connections(client)
+        self._stop, self._stopped, ready = trio.Event(), trio.Event(), trio.Event()
+        trio.lowlevel.spawn_system_task(
+            hold_client, client, ready, self._stop, self._stopped, name=f"{self!r} pool"
+        )
+        await ready.wait()
+        self._client = client
+        try:
+            self._scripts = {name: client.register_script(src) for name, src in _SCRIPTS.items()}
+            for src in _SCRIPTS.values():
+                await self._do(lambda c, src=src: c.script_load(src))  # type: ignore[misc]
+            await self.renew_lease()
+            secret = await self._script("secret", secrets.token_hex(16))
+            await self._check_config()
+        except BaseException:
+            await self._release_client()
+            raise
+        log.info("%r: open (lease %g s)", self, self.lease_seconds)
+        return bytes.fromhex(str(secret))
+
+    async def _check_config(self) -> None:
+        try:
+            config = await self._do(lambda c: c.config_get(["maxmemory-policy", "appendonly"]))
+        except RedisError as exc:
+            log.warning(
+                "%r: could not check Redis's maxmemory-policy and appendonly (%s): tasks are"
+                " lost if Redis evicts keys or restarts without persistence", self, exc,
+            )  # fmt: skip
+            return
+        policy = config.get("maxmemory-policy")
+        if policy != "noeviction":
+            log.warning(
+                "%r: Redis's maxmemory-policy is %r, not 'noeviction': under memory pressure"
+                " Redis may evict task records (they would vanish)", self, policy,
+            )  # fmt: skip
+        if config.get("appendonly") == "no":
+            log.warning(
+                "%r: Redis's appendonly is 'no': task results would not survive a Redis restart",
+                self,
+            )
+
+    async def aclose(self) -> None:
+        """Fail this process's still-running tasks, release the lease, disconnect."""
+        if self._client is None:
+            return
+        try:
+            with trio.CancelScope(shield=True):
+                failed, _ = await self.sweep(self.instance)
+            if failed:
+                log.warning("%r: closing: %d running task(s) failed", self, failed)
+        except Exception as exc:  # Redis is down: the lease lapses on its own
+            log.warning("%r: could not release the lease: %s", self, exc)
+        finally:
+            await self._release_client()
+
+    async def _release_client(self) -> None:
+        self._stop.set()
+        with trio.CancelScope(shield=True):
+            await self._stopped.wait()
+        self._client = None
+
+    async def run(
+        self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
+        lease/3 s, fail dead instances' tasks every lease/2 s. Survives Redis outages
+        (reconnects with backoff). Reports started once subscribed (or once the first
+        subscription attempt failed: hints then wait for Redis, the rest goes on)."""
+        client = self._client
+        if client is None:
+            raise RuntimeError(f"{self!r} is not open")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(repeat, self, "renew the lease", self.lease_seconds / 3,
+                               self._keep_lease)  # fmt: skip
+            nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
+                               self.sweep)  # fmt: skip
+            await listen(self, client, f"{self.prefix}:hints", events, task_status)
+
+    async def _keep_lease(self) -> None:
+        if not await self.renew_lease():
+            log.warning(
+                "%r: our lease had lapsed (Redis unreachable for over %g s?): other processes"
+                " may have failed the tasks we run", self, self.lease_seconds,
+            )  # fmt: skip
+
+    async def renew_lease(self) -> bool:
+        """Take or renew this process's lease; False if it had lapsed (or is new)."""
+        held = await self._script("renew", self.instance, self._lease_ms)
+        return bool(held)
+
+    async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
+        """Fail the running tasks of dead instances (or of ``instance``, releasing
+        its lease) with :data:`~._shared.LEASE_LOST_MESSAGE`.
+
+        Returns:
+            How many tasks failed, and which instances were found dead.
+        """
+        failed, dead = await self._script("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        if failed and not instance:
+            log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
+        return int(failed), [str(d) for d in dead]
+
+    # --- records -----------------------------------------------------------------------
+
+    async def create(self, record: TaskRecord, *, max_live: int) -> int:
+        """Store a new record run by this process; return its global seq.
+
+        Raises:
+            CapReached: ``record.owner`` has ``max_live`` live tasks.
+            ValueError: A task with this id exists.
+        """
+        expires = None
+        if record.deadline != math.inf:
+            left = max(0.0, record.deadline - trio.current_time())
+            expires = round((time.time() + left) * 1000)
+        fields: list[str] = ["method", record.method, "updated", record.last_updated_at,
+                             "poll", str(record.poll_interval)]  # fmt: skip
+        if record.ttl is not None:
+            fields += ["ttl", str(record.ttl)]
+        if expires is not None:
+            fields += ["expires", str(expires)]
+        if record.status_message is not None:
+            fields += ["msg", record.status_message]
+        if (outcome := _outcome_to_json(record.outcome)) is not None:
+            fields += ["outcome", outcome]
+        at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
+        seq = int(await self._script(
+            "create", record.task_id, record.owner, self.instance, record.status.value,
+            record.created_at, str(max_live), str(_now_ms()), at, self._lease_ms, *fields,
+        ))  # fmt: skip
+        if seq == -1:
+            raise CapReached(f"{record.owner!r} has {max_live} live tasks")
+        if seq == -2:
+            raise ValueError(f"task {record.task_id!r} exists")
+        return seq
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record, or ``None`` if unknown or expired."""
+        key = f"{self.prefix}:t:{task_id}"
+        h = await self._do(lambda c: c.hgetall(key))
+        return _record(task_id, dict(h)) if h else None
+
+    async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+        """Up to ``limit`` live records of ``owner`` with ``seq > after_seq``, oldest first,
+        and whether more remain."""
+        more, flat = await self._script("page", owner, str(after_seq), str(limit), str(_now_ms()))
+        records = [_record(str(flat[i]), _pairs(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return [r for r in records if r is not None], bool(more)
+
+    async def update(self, record: TaskRecord) -> bool:
+        """Compare and set status, message, updated and outcome while non-terminal."""
+        msg, outcome = record.status_message, _outcome_to_json(record.outcome)
+        applied = await self._script(
+            "update", record.task_id, record.status.value, record.last_updated_at,
+            "0" if msg is None else "1", msg or "", "0" if outcome is None else "1",
+            outcome or "", str(_now_ms()),
+        )  # fmt: skip
+        return bool(applied)
+
+    async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
+        """Move a non-terminal task to ``cancelled``; return the record after."""
+        flat = await self._script("cancel", task_id, message, updated_at, str(_now_ms()))
+        return None if not flat else _record(task_id, _pairs(flat))
+
+    async def delete(self, task_id: str) -> None:
+        """Forget a record, its input queue and answers."""
+        await self._script("delete", task_id)
+
+    async def terminal_among(self, task_ids: Collection[str]) -> set[str]:
+        """Which of these ids are terminal, expired or gone."""
+        if not task_ids:
+            return set()
+        found = await self._script("terminal_among", str(_now_ms()), *task_ids)
+        return {str(t) for t in found}
+
+    # --- the input_required side channel -------------------------------------------------
+
+    async def push_input(self, task_id: str, item: InputItem) -> None:
+        """Queue a side-channel request of the task (dropped if the task is gone)."""
+        await self._script("push_input", task_id, _encode_item(item), "0")
+
+    async def claim_input(self, task_id: str, key: str | None = None) -> InputItem | None:
+        """Take the oldest queued request (or the one with ``key``), atomically."""
+        head = "" if key is None else _item_head(key)
+        text = await self._script("claim_input", task_id, head)
+        return None if text is None else _decode_item(str(text))
+
+    async def requeue_input(self, task_id: str, item: InputItem) -> None:
+        """Put a claimed request back at the head of the queue."""
+        await self._script("push_input", task_id, _encode_item(item), "1")
+
+    async def answer_input(self, task_id: str, key: str, answer: InputAnswer) -> None:
+        """Store the answer to request ``key`` (dropped if the task is gone)."""
+        body = {"error": answer.error} if answer.error is not None else {"result": answer.result}
+        await self._script("answer_input", task_id, key, json.dumps(body, ensure_ascii=False))
+
+    async def take_answer(self, task_id: str, key: str) -> InputAnswer | None:
+        """Remove and return the answer to request ``key``, if there is one."""
+        text = await self._script("take_answer", task_id, key)
+        if text is None:
+            return None
+        body = json.loads(str(text))
+        return InputAnswer(result=body.get("result"), error=body.get("error"))
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: RedisTaskStore) -> SharedTaskStore:
+        return store  # mypy checks the class against the protocol

@@ -1,0 +1,137 @@
+"""The background tasks of :class:`~._redis.RedisTaskStore`.
+
+* :func:`hold_client`: a Trio system task that keeps coredis's connection pool
+  open (coredis requires its client to be used as an async context manager, whose
+  task group must start and end in one task), so the store can be opened and
+  closed from any task;
+* :func:`listen`: the pub/sub subscription to the hints channel, reconnected
+  with backoff whenever Redis goes away;
+* :func:`repeat`: a periodic job (lease renewal, sweep) that logs an outage once
+  instead of crashing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import anyio.streams.memory
+import coredis
+import trio
+
+log = logging.getLogger("trio_mcp.tasks")
+
+#: First and longest pause before re-subscribing after Redis went away (seconds).
+BACKOFF_FIRST: Final = 0.1
+BACKOFF_MAX: Final = 5.0
+
+
+def closing_connections(client: coredis.Redis[str]) -> None:
+    """Make ``client``'s pool close a failed connection's buffers (coredis 6 leaves
+    them open when a connection attempt fails: a ``ResourceWarning`` per attempt)."""
+    pool: Any = client.connection_pool
+    base = pool.connection_class
+
+    async def run(self: Any, **kwargs: Any) -> None:
+        try:
+            await base.run(self, **kwargs)
+        finally:
+            for value in list(vars(self).values()):
+                if isinstance(value, _STREAMS):
+                    value.close()
+
+    pool.connection_class = type(f"Closing{base.__name__}", (base,), {"run": run})
+
+
+_STREAMS: Final = (
+    anyio.streams.memory.MemoryObjectSendStream,
+    anyio.streams.memory.MemoryObjectReceiveStream,
+)
+
+
+async def hold_client(
+    client: coredis.Redis[str], ready: trio.Event, stop: trio.Event, stopped: trio.Event
+) -> None:
+    """Enter ``client`` (its pool), set ``ready``, wait for ``stop``, exit it."""
+    try:
+        async with client:
+            ready.set()
+            await stop.wait()
+    except Exception:  # a coredis pool task failed: the store reports itself unavailable
+        log.exception("Redis task store: the connection pool stopped")
+    finally:
+        stopped.set()
+        ready.set()
+
+
+async def listen(
+    owner: object,
+    client: coredis.Redis[str],
+    channel: str,
+    events: Any,
+    task_status: trio.TaskStatus[None],
+) -> None:
+    """Subscribe to ``channel`` and pass each ``kind|task_id`` hint to
+    ``events.on_hint``; resubscribe with backoff when the connection drops."""
+    started = False
+    delay = BACKOFF_FIRST
+    lost_since: float | None = None
+    while True:
+        try:
+            async with client.pubsub(
+                channels=[channel], ignore_subscribe_messages=True, retry_policy=None
+            ) as pubsub:
+                if lost_since is not None:
+                    log.warning(
+                        "%r: hints flow again (subscription lost for %.1f s)",
+                        owner, trio.current_time() - lost_since,
+                    )  # fmt: skip
+                    lost_since = None
+                delay = BACKOFF_FIRST
+                if not started:
+                    started = True
+                    task_status.started()
+                async for message in pubsub:
+                    if message["type"] != "message":
+                        continue
+                    kind, _, task_id = str(message["data"]).partition("|")
+                    try:
+                        events.on_hint(kind, task_id)
+                    except Exception:
+                        log.exception("%r: on_hint(%r, %r) failed", owner, kind, task_id)
+        except Exception as exc:
+            if lost_since is None:
+                lost_since = trio.current_time()
+                log.warning("%r: hint subscription lost (%s); reconnecting", owner, _brief(exc))
+        if not started:
+            started = True
+            task_status.started()
+        await trio.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, BACKOFF_MAX)
+
+
+async def repeat(
+    owner: object, what: str, period: float, job: Callable[[], Awaitable[object]]
+) -> None:
+    """Run ``job`` now and then every ``period`` seconds; log failures once per outage."""
+    failing = False
+    while True:
+        try:
+            await job()
+        except Exception as exc:
+            if not failing:
+                log.warning("%r: could not %s: %s", owner, what, _brief(exc))
+            failing = True
+        else:
+            if failing:
+                log.warning("%r: could %s again", owner, what)
+            failing = False
+        await trio.sleep(period)
+
+
+def _brief(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

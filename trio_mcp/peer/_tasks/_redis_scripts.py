@@ -1,0 +1,296 @@
+"""The Lua scripts of :class:`~._redis.RedisTaskStore`: one atomic round trip each.
+
+Every script takes the key prefix as ``ARGV[1]`` and builds its keys from it
+(see the key layout in :mod:`._redis`); they need a standalone Redis (or one
+primary), not Redis Cluster. A record's ``outcome`` is passed through as an
+opaque string: no script decodes JSON (``cjson`` would round numbers).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+_PRELUDE: Final = """
+local TERMINAL = {completed = true, failed = true, cancelled = true}
+local P = ARGV[1]
+local function tkey(id) return P .. ':t:' .. id end
+local function finish(id, owner, runner)
+  redis.call('SREM', P .. ':live:' .. owner, id)
+  if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
+end
+local function gone(expires, now)
+  return expires and tonumber(expires) <= now
+end
+"""
+
+#: ARGV: P, id, owner, runner, status, created, max_live, now_ms, expire_at_ms|'',
+#: lease_ms, then field/value pairs. Returns the seq, -1 (cap reached) or -2 (id
+#: taken). The runner is (re)registered, its lease re-taken if it had lapsed, so a
+#: task is never left in the runs set of an instance nobody sweeps.
+CREATE: Final = (
+    _PRELUDE
+    + """
+local id, owner, runner, status = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local max_live, now, at = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local key = tkey(id)
+local old = redis.call('HMGET', key, 'runner', 'created', 'seq')
+if old[1] then
+  -- the same create retried after a lost reply: answer it again
+  if old[1] == runner and old[2] == ARGV[6] then return tonumber(old[3]) end
+  return -2
+end
+local live = P .. ':live:' .. owner
+local running = not TERMINAL[status]
+if running and redis.call('SCARD', live) >= max_live then
+  -- heal the set: drop members that are gone or terminal
+  for _, other in ipairs(redis.call('SMEMBERS', live)) do
+    local st = redis.call('HGET', tkey(other), 'status')
+    if (not st) or TERMINAL[st] then redis.call('SREM', live, other) end
+  end
+  if redis.call('SCARD', live) >= max_live then return -1 end
+end
+local seq = redis.call('INCR', P .. ':seq')
+redis.call('HSET', key, 'seq', seq, 'owner', owner, 'runner', runner, 'status', status,
+  'created', ARGV[6], unpack(ARGV, 11))
+local index = P .. ':o:' .. owner
+local left = redis.call('PTTL', index)
+redis.call('ZADD', index, seq, id)
+if at then
+  redis.call('PEXPIREAT', key, at)
+  if left == -2 or (left >= 0 and now + left < at) then redis.call('PEXPIREAT', index, at) end
+else
+  redis.call('PERSIST', index)
+end
+if running then
+  redis.call('SADD', live, id)
+  redis.call('SADD', P .. ':runs:' .. runner, id)
+  redis.call('SADD', P .. ':instances', runner)
+  redis.call('SET', P .. ':lease:' .. runner, '1', 'PX', ARGV[10], 'NX')
+end
+return seq
+"""
+)
+
+#: ARGV: P, id, status, updated, has_msg, msg, has_outcome, outcome, now_ms.
+#: Returns 1 if applied (or this very write was already applied), else 0.
+UPDATE: Final = (
+    _PRELUDE
+    + """
+local id, status, updated = ARGV[2], ARGV[3], ARGV[4]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'status', 'owner', 'runner', 'expires', 'updated')
+if (not cur[1]) or gone(cur[4], tonumber(ARGV[9])) then return 0 end
+if TERMINAL[cur[1]] then
+  if cur[1] == status and cur[5] == updated then return 1 end
+  return 0
+end
+redis.call('HSET', key, 'status', status, 'updated', updated)
+if ARGV[5] == '1' then
+  redis.call('HSET', key, 'msg', ARGV[6])
+else
+  redis.call('HDEL', key, 'msg')
+end
+if ARGV[7] == '1' then
+  redis.call('HSET', key, 'outcome', ARGV[8])
+else
+  redis.call('HDEL', key, 'outcome')
+end
+if TERMINAL[status] then finish(id, cur[2], cur[3]) end
+redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+return 1
+"""
+)
+
+#: ARGV: P, id, message, updated, now_ms. Returns the hash after (flat), or nil.
+CANCEL: Final = (
+    _PRELUDE
+    + """
+local id = ARGV[2]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'status', 'owner', 'runner', 'expires')
+if (not cur[1]) or gone(cur[4], tonumber(ARGV[5])) then return false end
+if not TERMINAL[cur[1]] then
+  redis.call('HSET', key, 'status', 'cancelled', 'msg', ARGV[3], 'updated', ARGV[4])
+  finish(id, cur[2], cur[3])
+  redis.call('PUBLISH', P .. ':hints', 'cancel|' .. id)
+end
+return redis.call('HGETALL', key)
+"""
+)
+
+#: ARGV: P, id.
+DELETE: Final = (
+    _PRELUDE
+    + """
+local id = ARGV[2]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'owner', 'runner')
+redis.call('DEL', key, P .. ':in:' .. id, P .. ':ans:' .. id)
+if cur[1] then
+  redis.call('ZREM', P .. ':o:' .. cur[1], id)
+  finish(id, cur[1], cur[2])
+end
+return 1
+"""
+)
+
+#: ARGV: P, owner, after_seq, limit, now_ms. Returns {more, {id, hash, id, hash, ...}};
+#: index entries of vanished records are removed on the way.
+PAGE: Final = (
+    _PRELUDE
+    + """
+local index = P .. ':o:' .. ARGV[2]
+local limit, now = tonumber(ARGV[4]), tonumber(ARGV[5])
+local cursor = '(' .. ARGV[3]
+local out, n, more = {}, 0, 0
+local batch = limit + 1
+if batch < 16 then batch = 16 end
+while more == 0 do
+  local rows = redis.call('ZRANGEBYSCORE', index, cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
+  if #rows == 0 then break end
+  for i = 1, #rows, 2 do
+    local id = rows[i]
+    local key = tkey(id)
+    local meta = redis.call('HMGET', key, 'status', 'expires')
+    if not meta[1] then
+      redis.call('ZREM', index, id)
+    elseif not gone(meta[2], now) then
+      if n == limit then more = 1; break end
+      n = n + 1
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('HGETALL', key)
+    end
+  end
+  cursor = '(' .. rows[#rows]
+end
+return {more, out}
+"""
+)
+
+#: ARGV: P, now_ms, ids... Returns the ids that are terminal, gone or expired.
+TERMINAL_AMONG: Final = (
+    _PRELUDE
+    + """
+local now = tonumber(ARGV[2])
+local out = {}
+for i = 3, #ARGV do
+  local m = redis.call('HMGET', tkey(ARGV[i]), 'status', 'expires')
+  if (not m[1]) or TERMINAL[m[1]] or gone(m[2], now) then out[#out + 1] = ARGV[i] end
+end
+return out
+"""
+)
+
+#: ARGV: P, id, element, front ('1': requeue at the head). Returns 0 if the task is gone.
+PUSH_INPUT: Final = (
+    _PRELUDE
+    + """
+local id = ARGV[2]
+local left = redis.call('PTTL', tkey(id))
+if left == -2 then return 0 end
+local q = P .. ':in:' .. id
+if ARGV[4] == '1' then redis.call('LPUSH', q, ARGV[3]) else redis.call('RPUSH', q, ARGV[3]) end
+if left > 0 then redis.call('PEXPIRE', q, left) end
+redis.call('PUBLISH', P .. ':hints', 'input|' .. id)
+return 1
+"""
+)
+
+#: ARGV: P, id, head ('' for the oldest; else the element's key head). Returns it or nil.
+CLAIM_INPUT: Final = (
+    _PRELUDE
+    + """
+local q = P .. ':in:' .. ARGV[2]
+local head = ARGV[3]
+if head == '' then return redis.call('LPOP', q) end
+for _, el in ipairs(redis.call('LRANGE', q, 0, -1)) do
+  if string.sub(el, 1, #head) == head then
+    redis.call('LREM', q, 1, el)
+    return el
+  end
+end
+return false
+"""
+)
+
+#: ARGV: P, id, key, answer JSON. Returns 0 if the task is gone.
+ANSWER_INPUT: Final = (
+    _PRELUDE
+    + """
+local id = ARGV[2]
+local left = redis.call('PTTL', tkey(id))
+if left == -2 then return 0 end
+local a = P .. ':ans:' .. id
+redis.call('HSET', a, ARGV[3], ARGV[4])
+if left > 0 then redis.call('PEXPIRE', a, left) end
+redis.call('PUBLISH', P .. ':hints', 'answer|' .. id)
+return 1
+"""
+)
+
+#: ARGV: P, id, key. Returns the answer JSON (now removed) or nil.
+TAKE_ANSWER: Final = (
+    _PRELUDE
+    + """
+local a = P .. ':ans:' .. ARGV[2]
+local v = redis.call('HGET', a, ARGV[3])
+if v then redis.call('HDEL', a, ARGV[3]) end
+return v
+"""
+)
+
+#: ARGV: P, instance, lease_ms. Returns 1 if the lease was still held, 0 if it
+#: had lapsed (or is new).
+RENEW_LEASE: Final = (
+    _PRELUDE
+    + """
+local lease = P .. ':lease:' .. ARGV[2]
+local had = redis.call('EXISTS', lease)
+redis.call('SET', lease, '1', 'PX', ARGV[3])
+redis.call('SADD', P .. ':instances', ARGV[2])
+return had
+"""
+)
+
+#: ARGV: P, message, updated, instance|''. Fails the running tasks of every
+#: instance whose lease is gone (or of ``instance``, releasing its lease).
+#: Returns {failed count, {dead instances}}.
+SWEEP: Final = (
+    _PRELUDE
+    + """
+local dead = {}
+if ARGV[4] ~= '' then
+  redis.call('DEL', P .. ':lease:' .. ARGV[4])
+  dead[1] = ARGV[4]
+else
+  for _, inst in ipairs(redis.call('SMEMBERS', P .. ':instances')) do
+    if redis.call('EXISTS', P .. ':lease:' .. inst) == 0 then dead[#dead + 1] = inst end
+  end
+end
+local failed = 0
+for _, inst in ipairs(dead) do
+  local runs = P .. ':runs:' .. inst
+  for _, id in ipairs(redis.call('SMEMBERS', runs)) do
+    local key = tkey(id)
+    local cur = redis.call('HMGET', key, 'status', 'owner')
+    if cur[1] and not TERMINAL[cur[1]] then
+      redis.call('HSET', key, 'status', 'failed', 'msg', ARGV[2], 'updated', ARGV[3])
+      redis.call('HDEL', key, 'outcome')
+      redis.call('SREM', P .. ':live:' .. cur[2], id)
+      redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+      failed = failed + 1
+    end
+  end
+  redis.call('DEL', runs)
+  redis.call('SREM', P .. ':instances', inst)
+end
+return {failed, dead}
+"""
+)
+
+#: ARGV: P, candidate secret (hex). Returns the secret every process shares.
+SECRET: Final = """
+local k = ARGV[1] .. ':secret'
+redis.call('SET', k, ARGV[2], 'NX')
+return redis.call('GET', k)
+"""

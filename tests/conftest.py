@@ -11,6 +11,9 @@ import pytest
 from trio_mcp.peer._session import _outbound
 
 from .helpers import SCHEMA_PATH, TRANSPORTS
+from .redis_server import redis_available, redis_server, redis_url
+
+__all__ = ["redis_available", "redis_server", "redis_url"]  # fixtures for every test module
 
 #: Every message a trio_mcp peer sent or received during this test session,
 #: as (direction, json, method); validated by tests/test_schema.py.

@@ -178,7 +178,7 @@ def test_cli_examples_serve_over_http_with_a_token(example: str) -> None:
 @pytest.mark.parametrize("example", ["task_server", "everything_server"])
 def test_cli_examples_refuse_bad_flags(example: str) -> None:
     script = str(EXAMPLES / f"{example}.py")
-    for args, message in ((["--store", "redis://x"], "--store: "),
+    for args, message in ((["--store", "postgres://x"], "--store: "),
                           (["--token", "t"], "--token applies to --ws or --http"),
                           (["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"], "not allowed"),
                           (["--http", "127.0.0.1"], "wants HOST:PORT")):

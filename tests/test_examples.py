@@ -17,6 +17,7 @@ import trio_websocket
 import trio_mcp
 
 from .helpers import EXAMPLES, ROOT, TASK_SERVER
+from .redis_server import require_redis
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -31,7 +32,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 def test_examples_are_all_tested() -> None:
     tested = {"task_server", "task_client", "agent_pair", "websocket_server",
-              "everything_server", "cancel_a_task", "http_server"}
+              "everything_server", "cancel_a_task", "http_server", "cluster"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 
 
@@ -45,6 +46,19 @@ def test_examples_task_client() -> None:
     assert "approve ended completed: approved: Ship it?" in out
     assert re.search(r"wants a model reply \(as our task [0-9a-f]{8}\)", out)
     assert "summarize: Tasks make long MCP calls easy to follow." in out
+
+
+def test_examples_cluster() -> None:
+    require_redis()
+    proc = run_example("cluster")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    pids = re.findall(r"server ([ABC]): pid (\d+)", out)
+    assert [name for name, _ in pids] == ["A", "B", "C"] and len({p for _, p in pids}) == 3
+    assert re.search(r"created on A: task [0-9a-f]{32}\ntasks/get on B: working\n", out)
+    assert "tasks/result on C: 'slept 1 seconds'" in out
+    assert "tasks/cancel on B: cancelled" in out
+    assert "tasks/get on C: cancelled (The task was cancelled by request.)" in out
 
 
 def test_examples_agent_pair() -> None:

@@ -29,9 +29,7 @@ from trio_mcp.peer._tasks._shared import (
 )
 from trio_mcp.peer._tasks._store import TaskRecord, now_iso
 
-from .redis_server import RedisServer, redis_available, redis_server, redis_url, require_redis
-
-__all__ = ["redis_available", "redis_server", "redis_url"]  # the fixtures
+from .redis_server import RedisServer, require_redis
 
 
 def _store(url: str, **kwargs: Any) -> Any:

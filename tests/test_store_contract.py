@@ -299,3 +299,34 @@ async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
         assert after["content"][0]["text"] == "during"
         again = await start(reg, await answer("after"))
         assert (await reg.result(OWNER, again.task_id, Requestor()))["content"][0]["text"] == "after"
+
+
+async def test_contract_redis_input_request_outlives_an_abandoned_tasks_result(
+    redis_server: RedisServer,
+) -> None:
+    class Silent(Requestor):
+        async def request_raw(
+            self, method: str, params: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
+            self.asked.append((method, params or {}))
+            await trio.sleep_forever()
+            raise AssertionError
+
+    reg = TaskRegistry(store=f"{redis_server.url}&lease=2")
+    async with reg.running():
+
+        async def asks(actor: TaskActor) -> dict[str, Any]:
+            raw, _ = await actor.ask("elicitation/create", {"message": "ok?"})
+            return {"content": [{"type": "text", "text": raw["action"]}]}
+
+        actor = await start(reg, asks)
+        silent = Silent()
+        with trio.move_on_after(1):  # the requestor gives up on this tasks/result
+            await reg.result(OWNER, actor.task_id, silent)
+        assert [m for m, _ in silent.asked] == ["elicitation/create"]
+        # The request went back in the queue: the next tasks/result gets it.
+        second = Requestor()
+        with trio.fail_after(10):
+            result = await reg.result(OWNER, actor.task_id, second)
+        assert result["content"][0]["text"] == "accept"
+        assert [m for m, _ in second.asked] == ["elicitation/create"]

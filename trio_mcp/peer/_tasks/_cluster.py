@@ -277,12 +277,25 @@ class Cluster:
                 error["data"] = exc.data
             answer = InputAnswer(error=error)
         except ConnectionClosed:
-            await self.store.requeue_input(task_id, item)
+            await self._requeue(task_id, item)
             return
+        except trio.Cancelled:
+            # This tasks/result ended first: the request goes back in the queue
+            # for the next one (or the actor's own fallback), never lost.
+            with trio.CancelScope(shield=True):
+                await self._requeue(task_id, item)
+            raise
         try:
             await self.store.answer_input(task_id, item.key, answer)
         except McpError as exc:
             log.warning("task %s: an answer could not be stored: %s", task_id, exc.message)
+
+    async def _requeue(self, task_id: str, item: InputItem) -> None:
+        with trio.move_on_after(SETTLE_TIMEOUT):
+            try:
+                await self.store.requeue_input(task_id, item)
+            except McpError as exc:
+                log.warning("task %s: a request could not be requeued: %s", task_id, exc.message)
 
     # --- the actors' input requests (InputRelay) -----------------------------------------
 

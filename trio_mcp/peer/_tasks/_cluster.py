@@ -50,6 +50,8 @@ log = logging.getLogger("trio_mcp.tasks")
 #: request gets the "store unavailable" error (the writes go on being retried).
 SETTLE_TIMEOUT: Final = 5.0
 _RETRY_SECONDS: Final = 0.5
+#: The most status writes the writer sends in one round trip.
+_BATCH: Final = 256
 
 _Write: TypeAlias = tuple[Literal["update"], TaskRecord] | tuple[Literal["delete"], str]
 
@@ -136,31 +138,47 @@ class Cluster:
         raise store_unavailable(self._failing or "writes are not getting through")
 
     async def _writer(self) -> None:
-        async for item in self._receive:
-            while True:
+        """Store the queued changes in order: a run of status writes in one round trip."""
+        async for first in self._receive:
+            batch = [first]
+            while len(batch) < _BATCH and first[0] == "update":
                 try:
-                    if item[0] == "update":
-                        record = item[1]
-                        task_id = record.task_id
-                        if not await self.store.update(record):
-                            self._spawn(self.reconcile, task_id)
-                    else:
-                        task_id = item[1]
-                        await self.store.delete(task_id)
-                except McpError as exc:
-                    if self._failing is None:
-                        log.warning("task store write failed, retrying: %s", exc.message)
-                    self._failing = exc.message
-                    await trio.sleep(_RETRY_SECONDS)
-                    continue
-                break
-            if self._failing is not None:
-                log.warning("task store writes resumed")
-                self._failing = None
-            self._stored += 1
+                    item = self._receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                batch.append(item)
+                if item[0] != "update":
+                    break
+            updates = [item[1] for item in batch if item[0] == "update"]
+            await self._store_retrying(updates, batch[-1] if batch[-1][0] == "delete" else None)
+            self._stored += len(batch)
             self._progress.set()
             self._progress = trio.Event()
-            self.wake(task_id)
+            for record in updates:
+                self.wake(record.task_id)
+
+    async def _store_retrying(self, updates: list[TaskRecord], delete: _Write | None) -> None:
+        done = False
+        while True:
+            try:
+                if updates and not done:
+                    applied = await self.store.update_many(updates)
+                    done = True
+                    for record, ok in zip(updates, applied, strict=True):
+                        if not ok:  # terminal in the store already: make the actor agree
+                            self._spawn(self.reconcile, record.task_id)
+                if delete is not None:
+                    await self.store.delete(str(delete[1]))
+            except McpError as exc:
+                if self._failing is None:
+                    log.warning("task store write failed, retrying: %s", exc.message)
+                self._failing = exc.message
+                await trio.sleep(_RETRY_SECONDS)
+                continue
+            break
+        if self._failing is not None:
+            log.warning("task store writes resumed")
+            self._failing = None
 
     def _spawn(self, fn: Any, *args: Any) -> None:
         if self._nursery is not None:

@@ -42,7 +42,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -403,13 +403,22 @@ class RedisTaskStore:
 
     async def update(self, record: TaskRecord) -> bool:
         """Compare and set status, message, updated and outcome while non-terminal."""
-        msg, outcome = record.status_message, _outcome_to_json(record.outcome)
-        applied = await self._script(
-            "update", record.task_id, record.status.value, record.last_updated_at,
-            "0" if msg is None else "1", msg or "", "0" if outcome is None else "1",
-            outcome or "", str(_now_ms()),
-        )  # fmt: skip
+        applied = await self._script("update", *_update_args(record, _now_ms()))
         return bool(applied)
+
+    async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
+        """:meth:`update` for each record, in order, in one round trip (a pipeline)."""
+        script, now = self._scripts["update"], _now_ms()
+
+        async def run(client: coredis.Redis[str]) -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                sent = [
+                    script(args=[self.prefix, *_update_args(r, now)], client=pipe)
+                    for r in records
+                ]
+            return [await request for request in sent]
+
+        return [bool(applied) for applied in await self._do(run)]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
@@ -461,3 +470,12 @@ if TYPE_CHECKING:
 
     def _conforms(store: RedisTaskStore) -> SharedTaskStore:
         return store  # mypy checks the class against the protocol
+
+
+def _update_args(record: TaskRecord, now_ms: int) -> list[str]:
+    msg, outcome = record.status_message, _outcome_to_json(record.outcome)
+    return [
+        record.task_id, record.status.value, record.last_updated_at,
+        "0" if msg is None else "1", msg or "", "0" if outcome is None else "1",
+        outcome or "", str(now_ms),
+    ]  # fmt: skip

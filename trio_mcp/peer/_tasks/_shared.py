@@ -16,7 +16,7 @@ reached the store first, on every process.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, Final, Protocol, final, runtime_checkable
 
 import attrs
@@ -141,6 +141,10 @@ class SharedTaskStore(Protocol):
             False if the stored task was already terminal or gone (the write
             was dropped: e.g. cancelled by another process).
         """
+        ...
+
+    async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
+        """:meth:`update` for each record, in order, in one round trip if the store can."""
         ...
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:

@@ -403,9 +403,13 @@ def main(argv: list[str] | None = None) -> None:
         if not port.isdigit():
             parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
         serve = serve_websocket if args.ws else serve_http
-        trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
-    else:
-        trio.run(trio_mcp.serve_stdio, app)
+    try:
+        if args.ws or args.http:
+            trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
+        else:
+            trio.run(trio_mcp.serve_stdio, app)
+    except* trio_mcp.McpError as group:  # e.g. the task store is unreachable at start
+        sys.exit(f"everything_server: {group.exceptions[0]}")
 
 
 if __name__ == "__main__":

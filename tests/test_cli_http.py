@@ -187,6 +187,21 @@ def test_cli_examples_refuse_bad_flags(example: str) -> None:
         assert message in proc.stderr, (args, proc.stderr)
 
 
+def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:
+    pytest.importorskip("coredis", reason="the optional 'redis' extra")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+        for proc in (
+            run_cli("serve-example", "--ws", "127.0.0.1:0", "--store", url),
+            run_cli_script(str(EXAMPLES / "everything_server.py"), "--ws", "127.0.0.1:0",
+                           "--store", url),
+        ):
+            assert proc.returncode in (1, 2), proc.stderr  # the CLI's error status, sys.exit's
+            assert "Task store unavailable (ConnectionError" in proc.stderr
+            assert "Traceback" not in proc.stderr
+
+
 def run_cli_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``python SCRIPT ARGS`` (a server that should refuse to start)."""
     return subprocess.run([sys.executable, script, *args], capture_output=True, text=True,

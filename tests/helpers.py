@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 import weakref
 from collections.abc import AsyncIterator
@@ -116,3 +117,30 @@ async def connect(
             nursery.cancel_scope.cancel()
     else:  # pragma: no cover
         raise ValueError(kind)
+
+
+@asynccontextmanager
+async def serving(
+    argv: list[str], env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[trio.Process, list[str]]]:
+    """Start a server process that prints ``serving on URL ...`` on stderr.
+
+    Yields the process and the words after ``serving on`` (the URL first); kills
+    it at the end.
+    """
+    proc = await trio.lowlevel.open_process(argv, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stderr is not None
+        seen = b""
+        with trio.fail_after(30):
+            while b"serving on " not in seen or not seen.split(b"serving on ", 1)[1].count(b"\n"):
+                chunk = await proc.stderr.receive_some(4096)
+                assert chunk, f"the server exited before serving: {seen!r}"
+                seen += chunk
+        yield proc, seen.decode().split("serving on ", 1)[1].split("\n", 1)[0].split()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        if proc.stderr is not None:
+            await proc.stderr.aclose()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -25,6 +24,8 @@ import trio_mcp
 from trio_mcp import TaskStatus
 from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 
+from .helpers import serving
+
 SERVER = Path(__file__).resolve().parent / "cluster_server.py"
 LEASE = 2  # seconds: short, so the SIGKILL test is quick
 
@@ -32,27 +33,9 @@ LEASE = 2  # seconds: short, so the SIGKILL test is quick
 @asynccontextmanager
 async def server(store_url: str) -> AsyncIterator[tuple[trio.Process, str, int]]:
     """A cluster server process; yields (process, its WebSocket URL, its pid)."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, str(SERVER), store_url],
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(SERVER.parent.parent)},
-    )
-    try:
-        assert proc.stderr is not None
-        seen = b""
-        with trio.fail_after(30):
-            while b"serving on " not in seen or not seen.split(b"serving on ", 1)[1].count(b"\n"):
-                chunk = await proc.stderr.receive_some(4096)
-                assert chunk, f"the server exited before serving: {seen!r}"
-                seen += chunk
-        words = seen.decode().split("serving on ", 1)[1].split()
+    env = {**os.environ, "PYTHONPATH": str(SERVER.parent.parent)}
+    async with serving([sys.executable, str(SERVER), store_url], env) as (proc, words):
         yield proc, words[0], int(words[2])
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        if proc.stderr is not None:
-            await proc.stderr.aclose()
 
 
 @asynccontextmanager

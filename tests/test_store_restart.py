@@ -7,7 +7,6 @@ tasks that were running are ``failed`` with a status message saying why.
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,29 +19,15 @@ import trio_mcp
 from trio_mcp import TaskStatus
 from trio_mcp.peer._tasks._sqlite import LOST_MESSAGE
 
+from .helpers import serving
+
 SERVER = Path(__file__).resolve().parent / "store_server.py"
 
 
 @asynccontextmanager
 async def server(store_url: str) -> AsyncIterator[tuple[trio.Process, str]]:
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, str(SERVER), store_url], stderr=subprocess.PIPE
-    )
-    try:
-        assert proc.stderr is not None
-        seen = b""
-        with trio.fail_after(30):
-            while b"serving on " not in seen or not seen.split(b"serving on ", 1)[1].count(b"\n"):
-                chunk = await proc.stderr.receive_some(4096)
-                assert chunk, f"the server exited before serving: {seen!r}"
-                seen += chunk
-        yield proc, seen.decode().split("serving on ", 1)[1].split()[0]
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        if proc.stderr is not None:
-            await proc.stderr.aclose()
+    async with serving([sys.executable, str(SERVER), store_url]) as (proc, words):
+        yield proc, words[0]
 
 
 async def test_store_restart_after_sigkill_keeps_results_and_fails_running_tasks(

@@ -28,6 +28,7 @@ import trio
 from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
 from ..peer import (
+    WAKE_WRITER,
     App,
     BusEnds,
     Implementation,
@@ -80,6 +81,7 @@ async def run_stream_transport(
 async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: int) -> None:
     buffer = LineBuffer(max_line)
     read = _fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
+    shortcuts = ends.shortcuts
     async with ends.to_peer as to_peer:
         try:
             while True:
@@ -94,8 +96,13 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
                         )
                     else:
                         msg = decode_message(item)
-                    # Hand over without a schedule point while the bus has
-                    # room (the reader still waits when the bus is full).
+                    # Straight to the session's dispatch when it waits on an
+                    # empty bus (no receive-loop pass); else hand over without
+                    # a schedule point while the bus has room (the reader
+                    # still waits when the bus is full).
+                    deliver = shortcuts.deliver
+                    if deliver is not None and deliver(msg):
+                        continue
                     try:
                         to_peer.send_nowait(msg)
                     except trio.WouldBlock:
@@ -107,10 +114,29 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
 
 
 async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
+    direct = _DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
     write = _fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
+    shortcuts = ends.shortcuts
+    if direct is not None:
+        shortcuts.write_now = direct.write_now
     try:
         async with ends.from_peer as from_peer:
-            async for msg in from_peer:
+            while True:
+                # As in the session's receive loop: receive() yields even
+                # when a message is ready, so take a queued one without it.
+                try:
+                    msg = from_peer.receive_nowait()
+                except trio.WouldBlock:
+                    try:
+                        msg = await from_peer.receive()
+                    except trio.EndOfChannel:
+                        break
+                except trio.EndOfChannel:
+                    break
+                if direct is not None and direct.leftover:
+                    # The rest of a message a sender began to write directly.
+                    rest, direct.leftover = direct.leftover, b""
+                    await send.send_all(rest)
                 # Everything already queued goes out in one write.
                 chunks: list[bytes] = []
                 size = _encode_line(msg, chunks)
@@ -127,12 +153,59 @@ async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     finally:
+        if shortcuts.write_now is not None and direct is not None:
+            shortcuts.write_now = None
         with trio.CancelScope(shield=True):
             await send.aclose()
 
 
+class _DirectWriter:
+    """The bus's ``write_now`` shortcut for a pipe: the sender's task writes its message.
+
+    Only while the writer task waits on an empty bus, so every message
+    before this one is already written in full: then the message is encoded
+    and written with one non-blocking ``os.write``, saving the writer task's
+    scheduler pass. A partial write leaves the rest in :attr:`leftover` and
+    wakes the writer, which writes it before anything else.
+    """
+
+    __slots__ = ("_from_peer", "_stream", "_wake", "leftover")
+
+    def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
+        self._stream = stream
+        self._from_peer = ends.from_peer
+        #: Set by the bus's sender side: how to wake the writer (see write_now).
+        self._wake = ends.shortcuts.wake_writer
+        self.leftover = b""
+
+    def write_now(self, msg: Message) -> bool:
+        stats = self._from_peer.statistics()
+        if stats.current_buffer_used or not stats.tasks_waiting_receive or self.leftover:
+            return False
+        fd = self._stream.fileno()
+        if fd < 0:
+            return False
+        data = encode_for_wire(msg)
+        if data is None:
+            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+            return True
+        data += b"\n"
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return False  # the writer meets the error too, and closes
+        if sent < len(data):
+            self.leftover = data[sent:]
+            self._wake()
+        return True
+
+
 def _encode_line(msg: Message, chunks: list[bytes]) -> int:
     """Append ``msg`` as one line to ``chunks``; return the bytes added."""
+    if msg is WAKE_WRITER:
+        return 0
     data = encode_for_wire(msg)
     if data is None:
         log.error("dropped a message that cannot be encoded as JSON: %r", msg)

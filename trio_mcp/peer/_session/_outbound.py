@@ -110,6 +110,11 @@ class Outbound:
     async def _put(self, msg: Message) -> None:
         # No schedule point while the bus has room: the writer is woken all
         # the same, and it saves a scheduler pass per message.
+        # Written from this task when the transport's writer is idle (the
+        # bus's write_now shortcut): no writer pass either.
+        write_now = self.bus.shortcuts.write_now
+        if write_now is not None and write_now(msg):
+            return
         outgoing = self.bus.outgoing
         try:
             outgoing.send_nowait(msg)

@@ -22,7 +22,7 @@ from .._messages import Incoming, Message, Notification, decode_message, encode_
 log = logging.getLogger("trio_mcp.transports")
 
 #: Default capacity of each direction of a bus, in messages.
-DEFAULT_BUS_CAPACITY: Final = 64
+DEFAULT_BUS_CAPACITY: Final = 256
 
 #: Not a message: put on ``outgoing`` only to wake a transport's writer
 #: (:attr:`Shortcuts.wake_writer`); a writer sends nothing for it.

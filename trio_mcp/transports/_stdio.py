@@ -70,15 +70,21 @@ async def run_stream_transport(
 
     Cancellation: stops both directions and closes ``send``.
     """
+    direct = _DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_read_lines, receive, ends, max_line)
-        await _write_lines(send, ends)
+        nursery.start_soon(_read_lines, receive, ends, max_line, direct)
+        await _write_lines(send, ends, direct)
         # The peer is done sending; let the reader finish on its own only if
         # the other side is still talking, otherwise stop here.
         nursery.cancel_scope.cancel()
 
 
-async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: int) -> None:
+async def _read_lines(
+    receive: trio.abc.ReceiveStream,
+    ends: BusEnds,
+    max_line: int,
+    direct: _DirectWriter | None = None,
+) -> None:
     buffer = LineBuffer(max_line)
     read = _fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
     shortcuts = ends.shortcuts
@@ -87,6 +93,11 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
             while True:
                 data = await (read() if read is not None else receive.receive_some(_READ_SIZE))
                 items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
+                if direct is not None:
+                    # Several messages in one read (a pipelining peer): their
+                    # answers come several at once too, so let the writer
+                    # join them into one write rather than write each now.
+                    direct.burst = len(items) > 1
                 for item in items:
                     if isinstance(item, LineTooLong):
                         log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
@@ -113,8 +124,9 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
             return
 
 
-async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
-    direct = _DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
+async def _write_lines(
+    send: trio.abc.SendStream, ends: BusEnds, direct: _DirectWriter | None = None
+) -> None:
     write = _fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
     shortcuts = ends.shortcuts
     if direct is not None:
@@ -166,10 +178,12 @@ class _DirectWriter:
     before this one is already written in full: then the message is encoded
     and written with one non-blocking ``os.write``, saving the writer task's
     scheduler pass. A partial write leaves the rest in :attr:`leftover` and
-    wakes the writer, which writes it before anything else.
+    wakes the writer, which writes it before anything else. Not while
+    :attr:`burst` (set by the reader): answers to pipelined requests go
+    through the writer, which joins them into one write.
     """
 
-    __slots__ = ("_from_peer", "_stream", "_wake", "leftover")
+    __slots__ = ("_from_peer", "_stream", "_wake", "burst", "leftover")
 
     def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
         self._stream = stream
@@ -177,8 +191,11 @@ class _DirectWriter:
         #: Set by the bus's sender side: how to wake the writer (see write_now).
         self._wake = ends.shortcuts.wake_writer
         self.leftover = b""
+        self.burst = False
 
     def write_now(self, msg: Message) -> bool:
+        if self.burst:
+            return False
         stats = self._from_peer.statistics()
         if stats.current_buffer_used or not stats.tasks_waiting_receive or self.leftover:
             return False

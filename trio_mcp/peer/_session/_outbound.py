@@ -111,24 +111,15 @@ class Outbound:
         # No schedule point while the bus has room: the writer is woken all
         # the same, and it saves a scheduler pass per message.
         # Written from this task when the transport's writer is idle (the
-        # bus's write_now shortcut) and nothing else is being answered: no
-        # writer pass. With other answers on the way (pipelined requests),
-        # the writer joins them into one write instead.
+        # bus's write_now shortcut): no writer pass.
         write_now = self.bus.shortcuts.write_now
-        if write_now is not None and self._alone() and write_now(msg):
+        if write_now is not None and write_now(msg):
             return
         outgoing = self.bus.outgoing
         try:
             outgoing.send_nowait(msg)
         except trio.WouldBlock:
             await outgoing.send(msg)
-
-    def _alone(self) -> bool:
-        """True when no other message is being produced: a direct write saves a pass.
-
-        The session refines it (no other request being handled).
-        """
-        return True
 
     async def _flush_notes(self) -> None:
         """Send queued notifications, oldest first, ahead of the caller's message.
@@ -212,7 +203,7 @@ class Outbound:
             # sent meanwhile.
             write_now = self.bus.shortcuts.write_now
             try:
-                if write_now is None or not self._alone() or not write_now(msg):
+                if write_now is None or not write_now(msg):
                     self.bus.outgoing.send_nowait(msg)
             except trio.WouldBlock:
                 pass

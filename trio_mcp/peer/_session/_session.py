@@ -221,12 +221,6 @@ class Session(Outbound):
                 log.info("undecodable input (%d): %s", item.code, item.reason)
                 self._reply_soon(ErrorResponse(item.id, ErrorData(item.code, item.reason)))
 
-    def _alone(self) -> bool:
-        # Only this request's answer (or nothing) in progress: write it now.
-        # With others in flight their answers follow in this scheduler
-        # batch, and the transport's writer joins them into one write.
-        return not self._inflight and self._replying <= 1
-
     def _overloaded(self) -> bool:
         return len(self._inflight) + self._replying >= MAX_CONCURRENT_REQUESTS
 

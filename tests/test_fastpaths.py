@@ -75,3 +75,26 @@ def test_call_params_fast_path_falls_back(data: Any) -> None:
 )
 def test_call_result_fast_path_matches_cattrs(result: CallToolResult) -> None:
     assert wire_object(result) == tool_types._generic_call_result(result)
+
+
+def _tasks() -> list[Any]:
+    from trio_mcp.peer._messages import Task, TaskStatus
+
+    return [
+        Task("a", TaskStatus.WORKING, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"),
+        Task("a", TaskStatus.CANCELLED, "c", "u", ttl=60_000, poll_interval=500),
+        Task("a", TaskStatus.FAILED, "c", "u", ttl=None, status_message="boom"),
+        Task("a", TaskStatus.COMPLETED, "c", "u", meta={"k": 1}),
+        Task("a", TaskStatus.COMPLETED, "c", "u", extra={"x": 1}),
+    ]
+
+
+@pytest.mark.parametrize("task", _tasks())
+def test_task_fast_path_matches_cattrs(task: Any) -> None:
+    from trio_mcp.peer._messages import CreateTaskResult
+    from trio_mcp.peer._messages import _tasks as task_types
+
+    assert wire_object(task) == task_types._generic_task(task)
+    for meta in (None, {}, {"m": 1}):
+        result = CreateTaskResult(task, meta=meta)
+        assert wire_object(result) == task_types._generic_create_result(result)

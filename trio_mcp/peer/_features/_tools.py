@@ -152,10 +152,15 @@ class Tools(PeerCore):
         coroutine chain is actor -> this -> the tool function.
         """
         kwargs = self._bind(spec, arguments, ctx)
+        # A running task keeps neither the raw arguments nor the bound
+        # keyword arguments (the function's frame has what it needs).
+        del arguments, ctx
         if isinstance(kwargs, CallToolResult):
             return wire_object(kwargs)
         try:
-            value = await spec.fn(**kwargs) if spec.is_async else await spec.call(kwargs)
+            call = spec.fn(**kwargs) if spec.is_async else spec.call(kwargs)
+            del kwargs
+            value = await call
             result = spec.to_result(value)
         except McpError:
             raise
@@ -319,4 +324,5 @@ class _ToolWork:
 
     def __call__(self, actor: TaskActor) -> Awaitable[dict[str, Any]]:
         ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
-        return self._tools._run_tool_wire(self._spec, self._arguments, ctx)
+        arguments, self._arguments = self._arguments, None  # called once per task
+        return self._tools._run_tool_wire(self._spec, arguments, ctx)

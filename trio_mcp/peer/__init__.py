@@ -20,6 +20,7 @@ from ._messages import Message as Message
 from ._messages import Undecodable as Undecodable
 from ._messages import decode_message as decode_message
 from ._messages import encode_for_wire as encode_for_wire
+from ._session import WAKE_WRITER as WAKE_WRITER
 from ._session import BusEnds as BusEnds
 from ._session import MessageBus as MessageBus
 from ._session import memory_bus_pair as memory_bus_pair

@@ -28,6 +28,7 @@ import trio
 from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
 from ..peer import (
+    WAKE_WRITER,
     App,
     BusEnds,
     Implementation,
@@ -69,22 +70,34 @@ async def run_stream_transport(
 
     Cancellation: stops both directions and closes ``send``.
     """
+    direct = _DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_read_lines, receive, ends, max_line)
-        await _write_lines(send, ends)
+        nursery.start_soon(_read_lines, receive, ends, max_line, direct)
+        await _write_lines(send, ends, direct)
         # The peer is done sending; let the reader finish on its own only if
         # the other side is still talking, otherwise stop here.
         nursery.cancel_scope.cancel()
 
 
-async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: int) -> None:
+async def _read_lines(
+    receive: trio.abc.ReceiveStream,
+    ends: BusEnds,
+    max_line: int,
+    direct: _DirectWriter | None = None,
+) -> None:
     buffer = LineBuffer(max_line)
     read = _fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
+    shortcuts = ends.shortcuts
     async with ends.to_peer as to_peer:
         try:
             while True:
                 data = await (read() if read is not None else receive.receive_some(_READ_SIZE))
                 items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
+                if direct is not None:
+                    # Several messages in one read (a pipelining peer): their
+                    # answers come several at once too, so let the writer
+                    # join them into one write rather than write each now.
+                    direct.burst = len(items) > 1
                 for item in items:
                     if isinstance(item, LineTooLong):
                         log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
@@ -94,8 +107,13 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
                         )
                     else:
                         msg = decode_message(item)
-                    # Hand over without a schedule point while the bus has
-                    # room (the reader still waits when the bus is full).
+                    # Straight to the session's dispatch when it waits on an
+                    # empty bus (no receive-loop pass); else hand over without
+                    # a schedule point while the bus has room (the reader
+                    # still waits when the bus is full).
+                    deliver = shortcuts.deliver
+                    if deliver is not None and deliver(msg):
+                        continue
                     try:
                         to_peer.send_nowait(msg)
                     except trio.WouldBlock:
@@ -106,11 +124,31 @@ async def _read_lines(receive: trio.abc.ReceiveStream, ends: BusEnds, max_line: 
             return
 
 
-async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
+async def _write_lines(
+    send: trio.abc.SendStream, ends: BusEnds, direct: _DirectWriter | None = None
+) -> None:
     write = _fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
+    shortcuts = ends.shortcuts
+    if direct is not None:
+        shortcuts.write_now = direct.write_now
     try:
         async with ends.from_peer as from_peer:
-            async for msg in from_peer:
+            while True:
+                # As in the session's receive loop: receive() yields even
+                # when a message is ready, so take a queued one without it.
+                try:
+                    msg = from_peer.receive_nowait()
+                except trio.WouldBlock:
+                    try:
+                        msg = await from_peer.receive()
+                    except trio.EndOfChannel:
+                        break
+                except trio.EndOfChannel:
+                    break
+                if direct is not None and direct.leftover:
+                    # The rest of a message a sender began to write directly.
+                    rest, direct.leftover = direct.leftover, b""
+                    await send.send_all(rest)
                 # Everything already queued goes out in one write.
                 chunks: list[bytes] = []
                 size = _encode_line(msg, chunks)
@@ -127,12 +165,64 @@ async def _write_lines(send: trio.abc.SendStream, ends: BusEnds) -> None:
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     finally:
+        if shortcuts.write_now is not None and direct is not None:
+            shortcuts.write_now = None
         with trio.CancelScope(shield=True):
             await send.aclose()
 
 
+class _DirectWriter:
+    """The bus's ``write_now`` shortcut for a pipe: the sender's task writes its message.
+
+    Only while the writer task waits on an empty bus, so every message
+    before this one is already written in full: then the message is encoded
+    and written with one non-blocking ``os.write``, saving the writer task's
+    scheduler pass. A partial write leaves the rest in :attr:`leftover` and
+    wakes the writer, which writes it before anything else. Not while
+    :attr:`burst` (set by the reader): answers to pipelined requests go
+    through the writer, which joins them into one write.
+    """
+
+    __slots__ = ("_from_peer", "_stream", "_wake", "burst", "leftover")
+
+    def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
+        self._stream = stream
+        self._from_peer = ends.from_peer
+        #: Set by the bus's sender side: how to wake the writer (see write_now).
+        self._wake = ends.shortcuts.wake_writer
+        self.leftover = b""
+        self.burst = False
+
+    def write_now(self, msg: Message) -> bool:
+        if self.burst:
+            return False
+        stats = self._from_peer.statistics()
+        if stats.current_buffer_used or not stats.tasks_waiting_receive or self.leftover:
+            return False
+        fd = self._stream.fileno()
+        if fd < 0:
+            return False
+        data = encode_for_wire(msg)
+        if data is None:
+            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+            return True
+        data += b"\n"
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return False  # the writer meets the error too, and closes
+        if sent < len(data):
+            self.leftover = data[sent:]
+            self._wake()
+        return True
+
+
 def _encode_line(msg: Message, chunks: list[bytes]) -> int:
     """Append ``msg`` as one line to ``chunks``; return the bytes added."""
+    if msg is WAKE_WRITER:
+        return 0
     data = encode_for_wire(msg)
     if data is None:
         log.error("dropped a message that cannot be encoded as JSON: %r", msg)

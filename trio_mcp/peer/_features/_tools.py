@@ -8,8 +8,8 @@ call that the protocol forbids fails locally before anything is sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Awaitable, Mapping
+from typing import Any, Final, final
 
 from ..._errors import (
     INVALID_PARAMS,
@@ -24,6 +24,7 @@ from .._messages import (
     ListToolsResult,
     PaginatedParams,
     Request,
+    RequestId,
     TaskMetadata,
     TextContent,
     Tool,
@@ -103,23 +104,17 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            # The closure lives as long as the task runs: it keeps what the
-            # work needs, not the request and its raw JSON.
-            request_id, request_meta, arguments = req.id, params.meta, params.arguments
-
-            async def work(actor: TaskActor) -> dict[str, Any]:
-                ctx = RequestContext(self, request_id, request_meta, actor)
-                return wire_object(await self._run_tool(spec, arguments, ctx))
-
+            work = _ToolWork(self, spec, req.id, params.meta, params.arguments)
             immediate = self.app.immediate_response(spec.tool.name)
             meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
             return await create_task(self, req, params.task, params.meta, work, meta)
         ctx = RequestContext(self, req.id, params.meta)
         return await self._run_tool(spec, params.arguments, ctx)
 
-    async def _run_tool(
+    def _bind(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
-    ) -> CallToolResult:
+    ) -> dict[str, Any] | CallToolResult:
+        """The function's keyword arguments, or the tool error for arguments that do not fit."""
         try:
             kwargs = spec.bind(arguments or {})
         except ArgumentError as problem:
@@ -130,18 +125,48 @@ class Tools(PeerCore):
             )
         if spec.context_param is not None:
             kwargs[spec.context_param] = ctx
+        return kwargs
+
+    async def _run_tool(
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+    ) -> CallToolResult:
+        kwargs = self._bind(spec, arguments, ctx)
+        if isinstance(kwargs, CallToolResult):
+            return kwargs
         try:
-            result = spec.to_result(await spec.call(kwargs))
+            # An async tool is awaited right here (not through spec.call):
+            # one coroutine less per call, and per running task.
+            value = await spec.fn(**kwargs) if spec.is_async else await spec.call(kwargs)
+            return spec.to_result(value)
         except McpError:
             raise
         except Exception as exc:
-            log.exception("tool %s raised", spec.tool.name)
-            # An OSError's text names its files: internal paths the peer must
-            # not learn (the log above has them). Keep only the reason.
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
-            return CallToolResult(content=[TextContent(text)], is_error=True)
-        return result
+            return _tool_failed(spec, exc)
+
+    async def _run_tool_wire(
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+    ) -> dict[str, Any]:
+        """:meth:`_run_tool` for a task's work: the result as wire JSON.
+
+        Written out rather than wrapping ``_run_tool``, so a running task's
+        coroutine chain is actor -> this -> the tool function.
+        """
+        kwargs = self._bind(spec, arguments, ctx)
+        # A running task keeps neither the raw arguments nor the bound
+        # keyword arguments (the function's frame has what it needs).
+        del arguments, ctx
+        if isinstance(kwargs, CallToolResult):
+            return wire_object(kwargs)
+        try:
+            call = spec.fn(**kwargs) if spec.is_async else spec.call(kwargs)
+            del kwargs
+            value = await call
+            result = spec.to_result(value)
+        except McpError:
+            raise
+        except Exception as exc:
+            result = _tool_failed(spec, exc)
+        return wire_object(result)
 
     # --- client side -------------------------------------------------------------------
 
@@ -260,3 +285,44 @@ class Tools(PeerCore):
         handle.progress_token = token
         return handle
 
+
+
+def _tool_failed(spec: ToolSpec, exc: Exception) -> CallToolResult:
+    log.exception("tool %s raised", spec.tool.name, exc_info=exc)
+    # An OSError's text names its files: internal paths the peer must
+    # not learn (the log above has them). Keep only the reason.
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+    text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
+    return CallToolResult(content=[TextContent(text)], is_error=True)
+
+
+@final
+class _ToolWork:
+    """A tool task's work: what it needs of the request, and no more.
+
+    A slotted object rather than a closure (one object instead of a function
+    and its cells), kept while the task runs; not the request and its raw
+    JSON. Calling it returns the coroutine of :meth:`Tools._run_tool_wire`
+    directly, so it adds no coroutine of its own to a running task.
+    """
+
+    __slots__ = ("_arguments", "_meta", "_request_id", "_spec", "_tools")
+
+    def __init__(
+        self,
+        tools: Tools,
+        spec: ToolSpec,
+        request_id: RequestId,
+        meta: dict[str, Any] | None,
+        arguments: dict[str, Any] | None,
+    ) -> None:
+        self._tools = tools
+        self._spec = spec
+        self._request_id = request_id
+        self._meta = meta
+        self._arguments = arguments
+
+    def __call__(self, actor: TaskActor) -> Awaitable[dict[str, Any]]:
+        ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
+        arguments, self._arguments = self._arguments, None  # called once per task
+        return self._tools._run_tool_wire(self._spec, arguments, ctx)

@@ -108,3 +108,46 @@ def related_task_id(meta: Meta) -> str | None:
     if isinstance(value, dict) and isinstance(value.get("taskId"), str):
         return str(value["taskId"])
     return None
+
+
+# --- hand-written fast paths ------------------------------------------------------------
+#
+# A Task snapshot is unstructured for every CreateTaskResult, status
+# notification, tasks/get and tasks/cancel answer. These give exactly the
+# generated hooks' output (tests/test_fastpaths.py compares them) and leave
+# anything with ``_meta`` or unknown fields to the generated hooks.
+
+_generic_task = converter.get_unstructure_hook(Task)
+_generic_create_result = converter.get_unstructure_hook(CreateTaskResult)
+
+
+def _unstructure_task(task: Task) -> dict[str, Any]:
+    if task.meta is not None or task.extra or type(task.status) is not TaskStatus:
+        out: dict[str, Any] = _generic_task(task)
+        return out
+    wire: dict[str, Any] = {
+        "taskId": task.task_id,
+        "status": task.status.value,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttl": task.ttl,
+    }
+    if task.status_message is not None:
+        wire["statusMessage"] = task.status_message
+    if task.poll_interval is not None:
+        wire["pollInterval"] = task.poll_interval
+    return wire
+
+
+def _unstructure_create_result(result: CreateTaskResult) -> dict[str, Any]:
+    if result.extra or type(result.task) is not Task:
+        out: dict[str, Any] = _generic_create_result(result)
+        return out
+    wire: dict[str, Any] = {"task": _unstructure_task(result.task)}
+    if result.meta is not None:
+        wire["_meta"] = result.meta
+    return wire
+
+
+converter.register_unstructure_hook(Task, _unstructure_task)
+converter.register_unstructure_hook(CreateTaskResult, _unstructure_create_result)

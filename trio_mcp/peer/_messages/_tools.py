@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
 from ._base import Meta, _extra, _meta
 from ._content import ContentBlock, TextContent
-from ._convert import KEEP
+from ._convert import KEEP, converter
 from ._tasks import TaskMetadata
 
 TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
@@ -82,3 +82,58 @@ class CallToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
+
+
+# --- hand-written fast paths for the hottest messages -------------------------------
+#
+# ``tools/call`` params in and its result out are structured/unstructured on
+# every call. The generated cattrs hooks are kept for anything unusual; these
+# take only the common shapes, whose output is exactly the generated hooks'
+# (tests/test_fastpaths.py compares them).
+
+_CALL_KEYS: Final = frozenset(("name", "arguments", "task", "_meta"))
+_generic_call_params = converter.get_structure_hook(CallToolParams)
+_generic_call_result = converter.get_unstructure_hook(CallToolResult)
+
+
+def _structure_call_params(data: Any, cls: Any) -> CallToolParams:
+    if type(data) is dict and _CALL_KEYS.issuperset(data):
+        name = data.get("name")
+        arguments = data.get("arguments")
+        task = data.get("task")
+        meta = data.get("_meta")
+        if (
+            type(name) is str
+            and (arguments is None or type(arguments) is dict)
+            and (meta is None or type(meta) is dict)
+        ):
+            if task is None:
+                return CallToolParams(name, arguments, meta=meta)
+            if type(task) is dict and len(task) <= 1:
+                ttl = task.get("ttl")
+                if (ttl is None or type(ttl) is int) and (ttl is not None or not task):
+                    return CallToolParams(name, arguments, TaskMetadata(ttl), meta=meta)
+    result: CallToolParams = _generic_call_params(data, cls)
+    return result
+
+
+def _unstructure_call_result(obj: CallToolResult) -> dict[str, Any]:
+    if obj.structured_content is None and obj.meta is None and not obj.extra:
+        content = []
+        for block in obj.content:
+            if (
+                type(block) is not TextContent
+                or block.annotations is not None
+                or block.meta is not None
+                or block.extra
+            ):
+                break
+            content.append({"text": block.text, "type": block.type})
+        else:
+            return {"content": content, "isError": obj.is_error}
+    out: dict[str, Any] = _generic_call_result(obj)
+    return out
+
+
+converter.register_structure_hook(CallToolParams, _structure_call_params)
+converter.register_unstructure_hook(CallToolResult, _unstructure_call_result)

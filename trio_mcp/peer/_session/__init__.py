@@ -4,6 +4,7 @@ Features sit above it and fill its method tables; transports below the peer
 give it a :class:`MessageBus`.
 """
 
+from ._bus import WAKE_WRITER as WAKE_WRITER
 from ._bus import BusEnds as BusEnds
 from ._bus import MessageBus as MessageBus
 from ._bus import memory_bus_pair as memory_bus_pair

@@ -9,18 +9,51 @@ queue grows without bound.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any, Final, final
 
 import attrs
 import trio
 
-from .._messages import Incoming, Message, decode_message, encode_for_wire
+from .._messages import Incoming, Message, Notification, decode_message, encode_for_wire
 
 log = logging.getLogger("trio_mcp.transports")
 
 #: Default capacity of each direction of a bus, in messages.
-DEFAULT_BUS_CAPACITY: Final = 64
+DEFAULT_BUS_CAPACITY: Final = 256
+
+#: Not a message: put on ``outgoing`` only to wake a transport's writer
+#: (:attr:`Shortcuts.wake_writer`); a writer sends nothing for it.
+WAKE_WRITER: Final[Message] = Notification("")
+
+
+@final
+@attrs.define(eq=False)
+class Shortcuts:
+    """Optional direct paths between a transport and its peer, skipping a channel hop.
+
+    Both are plain callables set (and cleared) by the side that owns them and
+    called by the other; each returns ``False`` when it cannot take the
+    message now, and the caller then uses the bus's channel as usual. They
+    only ever take a message when nothing is queued in the channel they
+    stand for, so order and backpressure are those of the channels.
+
+    Attributes:
+        deliver: Set by the peer's session while its receive loop waits on
+            an empty ``incoming``: dispatches one incoming message at once,
+            in the transport's task (the dispatch never blocks).
+        write_now: Set by a transport while its writer waits on an empty
+            ``outgoing``: encodes and writes one message from the sender's
+            task (what is not written at once is handed to the writer).
+    """
+
+    deliver: Callable[[Incoming], bool] | None = None
+    write_now: Callable[[Message], bool] | None = None
+    #: Put :data:`WAKE_WRITER` on ``outgoing`` (for a ``write_now`` that left
+    #: part of a message unwritten); set by :func:`open_bus`.
+    wake_writer: Callable[[], None] = lambda: None
 
 
 @final
@@ -37,12 +70,14 @@ class MessageBus:
             Tasks are bound to it (see :class:`trio_mcp.TaskRegistry`).
         info: Free-form transport facts (``{"transport": "stdio"}``, the
             WebSocket path, the peer address...), for logs and applications.
+        shortcuts: Direct paths shared with the transport's :class:`BusEnds`.
     """
 
     incoming: trio.MemoryReceiveChannel[Incoming]
     outgoing: trio.MemorySendChannel[Message]
     context: str | None = None
     info: dict[str, Any] = attrs.field(factory=dict)
+    shortcuts: Shortcuts = attrs.field(factory=Shortcuts)
 
 
 @final
@@ -52,6 +87,7 @@ class BusEnds:
 
     to_peer: trio.MemorySendChannel[Incoming]
     from_peer: trio.MemoryReceiveChannel[Message]
+    shortcuts: Shortcuts = attrs.field(factory=Shortcuts)
 
 
 def open_bus(
@@ -72,8 +108,15 @@ def open_bus(
     """
     in_send, in_recv = trio.open_memory_channel[Incoming](capacity)
     out_send, out_recv = trio.open_memory_channel[Message](capacity)
-    bus = MessageBus(in_recv, out_send, context=context, info=dict(info or {}))
-    return bus, BusEnds(in_send, out_recv)
+
+    def wake_writer() -> None:
+        # Full: the writer is awake anyway; closed: nothing to write.
+        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+            out_send.send_nowait(WAKE_WRITER)
+
+    shortcuts = Shortcuts(wake_writer=wake_writer)
+    bus = MessageBus(in_recv, out_send, context=context, info=dict(info or {}), shortcuts=shortcuts)
+    return bus, BusEnds(in_send, out_recv, shortcuts)
 
 
 async def _pump(

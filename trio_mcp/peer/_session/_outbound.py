@@ -110,6 +110,11 @@ class Outbound:
     async def _put(self, msg: Message) -> None:
         # No schedule point while the bus has room: the writer is woken all
         # the same, and it saves a scheduler pass per message.
+        # Written from this task when the transport's writer is idle (the
+        # bus's write_now shortcut): no writer pass.
+        write_now = self.bus.shortcuts.write_now
+        if write_now is not None and write_now(msg):
+            return
         outgoing = self.bus.outgoing
         try:
             outgoing.send_nowait(msg)
@@ -193,10 +198,13 @@ class Outbound:
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         msg = Notification(method, wire, related_request_id=current_request_id.get())
         if not self._queued_notes:
-            # Nothing queued: go straight onto the bus, in order with the
-            # responses sent meanwhile.
+            # Nothing queued: go straight onto the bus (or the wire, when
+            # the transport's writer is idle), in order with the responses
+            # sent meanwhile.
+            write_now = self.bus.shortcuts.write_now
             try:
-                self.bus.outgoing.send_nowait(msg)
+                if write_now is None or not write_now(msg):
+                    self.bus.outgoing.send_nowait(msg)
             except trio.WouldBlock:
                 pass
             except (trio.ClosedResourceError, trio.BrokenResourceError):

@@ -44,6 +44,7 @@ from ..._errors import (
 from .._messages import (
     ErrorData,
     ErrorResponse,
+    Incoming,
     Message,
     Notification,
     ProgressParams,
@@ -152,6 +153,8 @@ class Session(Outbound):
 
     async def _receive_loop(self) -> None:
         incoming = self.bus.incoming
+        shortcuts = self.bus.shortcuts
+        shortcuts.deliver = self._deliver
         try:
             while True:
                 # Take what is queued without a schedule point: a channel's
@@ -164,32 +167,59 @@ class Session(Outbound):
                     item = incoming.receive_nowait()
                 except trio.WouldBlock:
                     item = await incoming.receive()
-                if message_observers and not isinstance(item, Undecodable):
-                    self._observe("received", item)
-                match item:
-                    case Request():
-                        if self._overloaded():
-                            await self._refuse_overload(item)
-                        else:
-                            self._on_request(item)
-                    case Notification():
-                        self._on_notification(item)
-                    case Response() | ErrorResponse():
-                        self._on_response(item)
-                    case Undecodable() if self.pending.fail_malformed(item):
-                        pass  # a malformed answer: its request failed, nothing to reply
-                    case Undecodable():
+                if isinstance(item, Request) and self._overloaded():
+                    if message_observers:
+                        self._observe("received", item)
+                    await self._refuse_overload(item)
+                elif isinstance(item, Undecodable) and self._overloaded():
+                    if not self.pending.fail_malformed(item):
                         log.info("undecodable input (%d): %s", item.code, item.reason)
-                        reply = ErrorResponse(item.id, ErrorData(item.code, item.reason))
-                        if self._overloaded():
-                            await self._send_quietly(reply)
-                        else:
-                            self._reply_soon(reply)
+                        await self._send_quietly(
+                            ErrorResponse(item.id, ErrorData(item.code, item.reason))
+                        )
+                else:
+                    self._dispatch(item)
         except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
             pass
         finally:
+            if shortcuts.deliver == self._deliver:
+                shortcuts.deliver = None
             # The other side is gone: wake everyone and stop the handlers.
             self.close()
+
+    def _deliver(self, item: Incoming) -> bool:
+        """The bus's ``deliver`` shortcut: dispatch ``item`` now, in the transport's task.
+
+        Only while the receive loop waits on an empty bus (so nothing queued
+        is overtaken) and the item needs no wait (an overloaded session
+        answers in the receive loop, which is its backpressure): else
+        ``False``, and the transport queues it on the bus as usual. Saves the
+        receive loop's scheduler pass per message.
+        """
+        if self._closed or (isinstance(item, Request | Undecodable) and self._overloaded()):
+            return False
+        stats = self.bus.incoming.statistics()
+        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+            return False
+        self._dispatch(item)
+        return True
+
+    def _dispatch(self, item: Incoming) -> None:
+        """Handle one incoming message without waiting (the overloaded cases aside)."""
+        if message_observers and not isinstance(item, Undecodable):
+            self._observe("received", item)
+        match item:
+            case Request():
+                self._on_request(item)
+            case Notification():
+                self._on_notification(item)
+            case Response() | ErrorResponse():
+                self._on_response(item)
+            case Undecodable() if self.pending.fail_malformed(item):
+                pass  # a malformed answer: its request failed, nothing to reply
+            case Undecodable():
+                log.info("undecodable input (%d): %s", item.code, item.reason)
+                self._reply_soon(ErrorResponse(item.id, ErrorData(item.code, item.reason)))
 
     def _overloaded(self) -> bool:
         return len(self._inflight) + self._replying >= MAX_CONCURRENT_REQUESTS

@@ -187,7 +187,8 @@ class TaskActor:
             work, self._work = self._work, None
         self._announced = True
         with self.scope:
-            task_status.started(self.record.snapshot())
+            if task_status is not trio.TASK_STATUS_IGNORED:
+                task_status.started(self.record.snapshot())
             if work is not None and not self.record.status.is_terminal:
                 try:
                     result = await work(self)

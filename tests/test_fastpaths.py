@@ -1,0 +1,100 @@
+"""The hand-written fast paths give exactly what the generated cattrs hooks give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trio_mcp.peer._messages import (
+    CallToolParams,
+    CallToolResult,
+    TextContent,
+    from_wire,
+    wire_object,
+)
+from trio_mcp.peer._messages import _tools as tool_types
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"name": "echo"},
+        {"name": "echo", "arguments": {"text": "hi"}},
+        {"name": "echo", "arguments": None},
+        {"name": "echo", "arguments": {}, "_meta": {"progressToken": 1}},
+        {"name": "sleep", "arguments": {"seconds": 0}, "task": {"ttl": 60_000}},
+        {"name": "sleep", "task": {}},
+        {"name": "sleep", "task": {"ttl": None}},
+        {"name": "sleep", "task": {"ttl": 5, "x": 1}},
+        {"name": "sleep", "task": {"x": 1}},
+        {"name": "echo", "other": 1},
+        {"name": "echo", "_meta": None},
+    ],
+)
+def test_call_params_fast_path_matches_cattrs(data: dict[str, Any]) -> None:
+    fast = from_wire(data, CallToolParams)
+    generic = tool_types._generic_call_params(data, CallToolParams)
+    assert fast == generic
+    assert fast.extra == generic.extra
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"name": 5},
+        {"name": "x", "arguments": []},
+        {"name": "x", "task": {"ttl": True}},
+        {"name": "x", "task": {"ttl": "5"}},
+        {"name": "x", "_meta": []},
+        [],
+    ],
+)
+def test_call_params_fast_path_falls_back(data: Any) -> None:
+    try:
+        generic: Any = tool_types._generic_call_params(data, CallToolParams)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            tool_types._structure_call_params(data, CallToolParams)
+    else:
+        assert tool_types._structure_call_params(data, CallToolParams) == generic
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        CallToolResult([]),
+        CallToolResult([TextContent("hi")]),
+        CallToolResult([TextContent("a"), TextContent("b")], is_error=True),
+        CallToolResult([TextContent("a", annotations={"priority": 1})]),
+        CallToolResult([TextContent("a", meta={"k": 1})]),
+        CallToolResult([TextContent("a")], structured_content={"a": 1}),
+        CallToolResult([TextContent("a")], meta={"m": 1}),
+        CallToolResult([TextContent("a")], extra={"x": 1}),
+    ],
+)
+def test_call_result_fast_path_matches_cattrs(result: CallToolResult) -> None:
+    assert wire_object(result) == tool_types._generic_call_result(result)
+
+
+def _tasks() -> list[Any]:
+    from trio_mcp.peer._messages import Task, TaskStatus
+
+    return [
+        Task("a", TaskStatus.WORKING, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"),
+        Task("a", TaskStatus.CANCELLED, "c", "u", ttl=60_000, poll_interval=500),
+        Task("a", TaskStatus.FAILED, "c", "u", ttl=None, status_message="boom"),
+        Task("a", TaskStatus.COMPLETED, "c", "u", meta={"k": 1}),
+        Task("a", TaskStatus.COMPLETED, "c", "u", extra={"x": 1}),
+    ]
+
+
+@pytest.mark.parametrize("task", _tasks())
+def test_task_fast_path_matches_cattrs(task: Any) -> None:
+    from trio_mcp.peer._messages import CreateTaskResult
+    from trio_mcp.peer._messages import _tasks as task_types
+
+    assert wire_object(task) == task_types._generic_task(task)
+    for meta in (None, {}, {"m": 1}):
+        result = CreateTaskResult(task, meta=meta)
+        assert wire_object(result) == task_types._generic_create_result(result)

@@ -24,7 +24,7 @@ installed; ``bash bench/setup.sh`` installs the peers):
 
 * trio-mcp: ``examples/task_server.py --max-live-tasks N`` (``echo``; the
   zero-length task is ``sleep {seconds: 0}``, the running one
-  ``sleep {seconds: 1e9}``);
+  ``park {}``, which awaits ``trio.sleep_forever()``);
 * the TypeScript SDK: ``bench/peers/ts_server.mjs`` (``echo``, ``noop``, ``park``);
 * mcp 1.30: ``bench/peers/mcp_server.py`` (same tools; its task store scans
   every task on every call, so it runs ``--tasks-mcp`` tasks, 2,000 by default);
@@ -83,7 +83,7 @@ def servers(n_tasks: int, mcp_tasks: int, trio_server: str) -> list[Server]:
             "trio", "trio-mcp",
             [py, os.path.join(ROOT, "examples/task_server.py"),
              "--max-live-tasks", str(max(n_tasks, 10_000) * 2)],
-            env, noop=("sleep", {"seconds": 0}), park=("sleep", {"seconds": 1e9}),
+            env, noop=("sleep", {"seconds": 0}), park=("park", {}),
         )
     else:
         trio = Server("trio", "trio-mcp (bench server)", [py, "-m", "bench.trio_server"], env)

@@ -12,6 +12,7 @@ Tools:
     summarize {text}                 optional; samples from the client, as a
                                      task when the client can host one
     sleep {seconds, steps?}          optional; reports `steps` progress updates
+    park {}                          optional; runs until cancelled
     fail {message}                   optional; returns an isError result
     approve {question}               required; elicits a yes/no mid-task
 """
@@ -71,6 +72,11 @@ def build_app(
                 await trio.sleep(seconds / steps)
                 await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"slept {seconds:g} seconds"
+
+    @app.tool(task_support="optional")
+    async def park() -> str:
+        """Run until cancelled: a task that stays `working` (e.g. cancel it with tasks/cancel)."""
+        await trio.sleep_forever()
 
     @app.tool(task_support="optional")
     async def fail(message: str) -> trio_mcp.CallToolResult:

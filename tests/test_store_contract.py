@@ -301,8 +301,9 @@ async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
         assert (await reg.result(OWNER, again.task_id, Requestor()))["content"][0]["text"] == "after"
 
 
-async def test_contract_redis_input_request_outlives_an_abandoned_tasks_result(
-    redis_server: RedisServer,
+@pytest.mark.parametrize("kind", STORES)
+async def test_contract_input_request_outlives_an_abandoned_tasks_result(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     class Silent(Requestor):
         async def request_raw(
@@ -312,8 +313,7 @@ async def test_contract_redis_input_request_outlives_an_abandoned_tasks_result(
             await trio.sleep_forever()
             raise AssertionError
 
-    reg = TaskRegistry(store=f"{redis_server.url}&lease=2")
-    async with reg.running():
+    async with registry(kind, request, tmp_path) as reg:
 
         async def asks(actor: TaskActor) -> dict[str, Any]:
             raw, _ = await actor.ask("elicitation/create", {"message": "ok?"})

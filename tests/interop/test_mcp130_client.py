@@ -40,8 +40,8 @@ def test_initialize_and_tools_list(report: dict[str, Any]) -> None:
     assert report["server_capabilities"]["tasks"]["requests"]["tools"]["call"] == {}
     assert report["ping"]["ok"]
     assert report["tools"] == {
-        "echo": None, "summarize": "optional", "sleep": "optional", "fail": "optional",
-        "approve": "required",
+        "echo": None, "summarize": "optional", "sleep": "optional", "park": "optional",
+        "fail": "optional", "approve": "required",
     }
 
 

@@ -53,8 +53,8 @@ def test_initialize_and_tools_list(report: dict[str, Any]) -> None:
     assert report["ping"] == {"ok": True, "value": {}}
     # execution.taskSupport as the SDK read it; absent means forbidden.
     assert report["tools"] == {
-        "echo": None, "summarize": "optional", "sleep": "optional", "fail": "optional",
-        "approve": "required",
+        "echo": None, "summarize": "optional", "sleep": "optional", "park": "optional",
+        "fail": "optional", "approve": "required",
     }
 
 

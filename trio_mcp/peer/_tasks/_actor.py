@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -119,11 +120,20 @@ class TaskActor:
     _done: trio.Event | None = None
     _pending_inputs: int = 0
     _inputs: _InputChannel | None = None
+    #: Set (and dropped) when the task ends or its first input request is
+    #: queued: what :meth:`wait_done` waits on. Made only while someone waits.
+    _changed: trio.Event | None = None
 
     def _input_channel(self) -> _InputChannel:
         if self._inputs is None:
             self._inputs = trio.open_memory_channel[_InputRequest](math.inf)
+            self._signal_change()
         return self._inputs
+
+    def _signal_change(self) -> None:
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     @property
     def task_id(self) -> str:
@@ -154,6 +164,7 @@ class TaskActor:
         self._finished = True
         if self._done is not None:
             self._done.set()
+        self._signal_change()
 
     def launch(self) -> None:
         """Start the work (called through :attr:`announced`); idempotent."""
@@ -246,7 +257,7 @@ class TaskActor:
                 if not item.claimed:
                     peer = self.registry.live_peer(self.record.owner, prefer=self.origin)
                     if peer is not None:
-                        await _deliver(item, peer)
+                        await _deliver(item, peer, self._input_channel()[0])
                         continue
                 with trio.move_on_after(self.record.poll_interval / 1000):
                     await item.answered.wait()
@@ -258,6 +269,26 @@ class TaskActor:
             self._pending_inputs -= 1
             if self._pending_inputs == 0 and self.record.status is TaskStatus.INPUT_REQUIRED:
                 self.registry.transition(self, TaskEvent.INPUT_GIVEN)
+
+    async def wait_done(self, peer: TaskConnection) -> None:
+        """Wait until the task ends, delivering its side-channel requests over ``peer``.
+
+        What ``tasks/result`` does while the task runs. Until the task asks
+        for input, this only waits on one event: no nursery and no Trio task
+        for :meth:`serve_inputs` (most tasks never ask).
+
+        Cancellation: stops waiting (and serving); the task is unaffected.
+        """
+        while not self._finished and self._inputs is None:
+            if self._changed is None:
+                self._changed = trio.Event()
+            await self._changed.wait()
+        if self._finished:
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.serve_inputs, peer)
+            await self.done.wait()
+            nursery.cancel_scope.cancel()
 
     async def serve_inputs(self, peer: TaskConnection) -> None:
         """Deliver the task's side-channel requests over ``peer`` until cancelled.
@@ -274,10 +305,12 @@ class TaskActor:
         async with trio.open_nursery() as nursery, inputs:
             async for item in inputs:
                 if not item.claimed:
-                    nursery.start_soon(_deliver, item, peer)
+                    nursery.start_soon(_deliver, item, peer, self._input_channel()[0])
 
 
-async def _deliver(item: _InputRequest, peer: TaskConnection) -> None:
+async def _deliver(
+    item: _InputRequest, peer: TaskConnection, requeue: trio.MemorySendChannel[_InputRequest]
+) -> None:
     if item.claimed:
         return
     item.claimed = True
@@ -287,8 +320,19 @@ async def _deliver(item: _InputRequest, peer: TaskConnection) -> None:
     except RemoteError as exc:
         item.error = exc
     except ConnectionClosed:
-        item.claimed = False  # another connection may take it
+        _unclaim(item, requeue)  # another connection may take it
         return
+    except trio.Cancelled:
+        _unclaim(item, requeue)  # the tasks/result serving it ended first
+        raise
     item.answered.set()
+
+
+def _unclaim(item: _InputRequest, requeue: trio.MemorySendChannel[_InputRequest]) -> None:
+    """An unanswered request goes back in the queue: for the next ``tasks/result``
+    or the actor's own fallback to the requestor's newest connection."""
+    item.claimed = False
+    with contextlib.suppress(trio.ClosedResourceError):
+        requeue.send_nowait(item)
 
 

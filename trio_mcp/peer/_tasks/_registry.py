@@ -306,10 +306,7 @@ class TaskRegistry(TaskLedger):
             record = self.lookup(owner, task_id)
             actor = self._actors.get(task_id)
             if not record.status.is_terminal and actor is not None:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(actor.serve_inputs, peer)
-                    await actor.done.wait()
-                    nursery.cancel_scope.cancel()
+                await actor.wait_done(peer)
                 record = self.lookup(owner, task_id)
             await self.settle()
         audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)

@@ -273,7 +273,8 @@ def test_sdk_deviation_error_answers_are_resumed(report: dict[str, Any]) -> None
     # (a plain GET that meets our open GET stream: 409, "Failed to open SSE stream" on its
     # onerror) depends on timing, so it is not asserted.
     for entry in resumed:
-        assert entry["status"] in (200, 409), entry
+        # None: the SDK closed the session before our answer to its GET arrived (timing).
+        assert entry["status"] in (200, 409, None), entry
         answered = errors[entry["lastEventId"]]
         assert not any(
             m.get("msg", {}).get("id") == answered and "method" not in m.get("msg", {})

@@ -95,3 +95,17 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def run_header(title: str, command: str, reps: int, load0: tuple[float, ...], wall_s: float) -> str:
+    """The heading of a run's report: what ran, how often, the machine's load."""
+    load1 = os.getloadavg()
+    return (f"# {title}\n\n- command: {command}\n- repetitions: {reps}, medians; load average "
+            f"before {'/'.join(f'{x:.2f}' for x in load0)}, after "
+            f"{'/'.join(f'{x:.2f}' for x in load1)}; wall time {wall_s:.0f} s\n")
+
+
+def write_raw(path: str, out: dict[tuple[str, str], Any]) -> None:
+    """Every raw result of a run, as JSON keyed ``"server workload"``."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({f"{k} {w}": v for (k, w), v in out.items()}, f, indent=1)

@@ -53,7 +53,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench._common import percentile  # noqa: E402
+from bench._common import percentile, run_header, write_raw  # noqa: E402
 from bench._runner import _node_modules, _python_with_mcp  # noqa: E402
 
 TTL = 600_000
@@ -545,18 +545,12 @@ def main(argv: list[str] | None = None) -> int:
                     status = "ok"
                 print(f"[rep {rep + 1}/{args.reps}] {w:<15} {s.label:<24} "
                       f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
-    print("# Server-only comparison (one stdlib-Python NDJSON client drives every server)")
-    print()
-    print(f"- command: python -m bench.serveronly {' '.join(argv or sys.argv[1:])}")
-    print(f"- repetitions: {args.reps}, medians; load average before "
-          f"{'/'.join(f'{x:.2f}' for x in load0)}, after "
-          f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"wall time {time.monotonic() - started:.0f} s")
-    print()
+    print(run_header("Server-only comparison (one stdlib-Python NDJSON client drives every server)",
+                     f"python -m bench.serveronly {' '.join(argv or sys.argv[1:])}", args.reps, load0,
+                     time.monotonic() - started))
     print(report(srvs, out, errors))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({f"{k} {w}": v for (k, w), v in out.items()}, f, indent=1)
+        write_raw(args.json, out)
     return 0
 
 

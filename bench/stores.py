@@ -21,7 +21,6 @@ coredis is missing).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench._common import run_header, write_raw  # noqa: E402
 from bench.serveronly import Server, median, run_one, servers  # noqa: E402
 
 ROWS = [
@@ -88,7 +88,7 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]])
             cells.append("-" if value is None else f"{value:,.{digits}f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     notes = [f"- {s.label}: {s.missing}" for s in srvs if s.missing]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return "\n".join(lines + (["", *notes] if notes else []))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,18 +125,12 @@ def main(argv: list[str] | None = None) -> int:
                         status = "ok"
                     print(f"[rep {rep + 1}/{args.reps}] {workload:<15} {s.label:<28} "
                           f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
-    print("# Task stores (one stdlib-Python NDJSON client, examples/task_server.py --store URL)")
-    print()
-    print(f"- command: python -m bench.stores {' '.join(argv or sys.argv[1:])}")
-    print(f"- repetitions: {args.reps}, medians; load average before "
-          f"{'/'.join(f'{x:.2f}' for x in load0)}, after "
-          f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"wall time {time.monotonic() - started:.0f} s")
-    print()
+    print(run_header("Task stores (one stdlib-Python NDJSON client, examples/task_server.py --store URL)",
+                     f"python -m bench.stores {' '.join(argv or sys.argv[1:])}", args.reps, load0,
+                     time.monotonic() - started))
     print(report(srvs, out))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({f"{k} {w}": v for (k, w), v in out.items()}, f, indent=1)
+        write_raw(args.json, out)
     return 0
 
 

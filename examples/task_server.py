@@ -151,8 +151,9 @@ def main(argv: list[str] | None = None) -> None:
                        help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
     parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
     parser.add_argument("--store", metavar="URL",
-                        help="where tasks live: memory (default) or sqlite:///path/to/tasks.db "
-                             "(tasks then survive a restart)")
+                        help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
+                             "(tasks survive a restart) or redis://host:port/0 (every server "
+                             "on that Redis serves every task of a token)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     parser.add_argument(
         "--max-live-tasks",
@@ -184,9 +185,13 @@ def main(argv: list[str] | None = None) -> None:
         if not port.isdigit():
             parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
         serve = serve_websocket if args.ws else serve_http
-        trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
-    else:
-        trio.run(trio_mcp.serve_stdio, app)
+    try:
+        if args.ws or args.http:
+            trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
+        else:
+            trio.run(trio_mcp.serve_stdio, app)
+    except* trio_mcp.McpError as group:  # e.g. the task store is unreachable at start
+        sys.exit(f"task_server: {group.exceptions[0]}")
 
 
 if __name__ == "__main__":

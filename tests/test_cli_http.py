@@ -196,6 +196,7 @@ def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:
             run_cli("serve-example", "--ws", "127.0.0.1:0", "--store", url),
             run_cli_script(str(EXAMPLES / "everything_server.py"), "--ws", "127.0.0.1:0",
                            "--store", url),
+            run_cli_script(str(EXAMPLES / "task_server.py"), "--ws", "127.0.0.1:0", "--store", url),
         ):
             assert proc.returncode in (1, 2), proc.stderr  # the CLI's error status, sys.exit's
             assert "Task store unavailable (ConnectionError" in proc.stderr

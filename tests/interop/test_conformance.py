@@ -16,11 +16,13 @@ check of each scenario must be SUCCESS.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 import pytest
 
 from ..helpers import EXAMPLES, ROOT
+from ..redis_server import require_redis, running_redis
 from . import _support
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
@@ -121,13 +124,19 @@ def test_conformance_client_scenario(node22: Path, scenario: str, tmp_path: Path
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
-@pytest.fixture
-def everything_url() -> Iterator[str]:
-    """``examples/everything_server.py --http 127.0.0.1:PORT`` as a subprocess."""
+@pytest.fixture(params=["memory", "redis"])
+def everything_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``examples/everything_server.py --http 127.0.0.1:PORT`` as a subprocess: its tasks in
+    memory, or (``--store``) in a private Redis."""
     port = _support.free_port()
     argv = [sys.executable, str(EVERYTHING_SERVER), "--http", f"127.0.0.1:{port}"]
-    with _support.background_server(argv, port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with contextlib.ExitStack() as stack:
+        if request.param == "redis":
+            require_redis()
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="cfr"))
+            argv += ["--store", stack.enter_context(running_redis(folder))]
+        with _support.background_server(argv, port):
+            yield f"http://127.0.0.1:{port}/mcp"
 
 
 def test_conformance_server_active_suite(node22: Path, everything_url: str,

@@ -8,12 +8,15 @@ the SDK's ``WebSocketClientTransport``, without and with a bearer token.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from ..redis_server import require_redis, running_redis
 from . import _support
 from ._support import error_code, ok, related, text_of
 
@@ -23,7 +26,7 @@ SAMPLED = "sampled by the TS client"
 TOKEN = "interop-token"
 
 
-@pytest.fixture(scope="module", params=["stdio", "ws", "ws+token"])
+@pytest.fixture(scope="module", params=["stdio", "ws", "ws+token", "ws+token+redis"])
 def report(request: pytest.FixtureRequest, node: str) -> Iterator[dict[str, Any]]:
     setup = request.param
     if setup == "stdio":
@@ -32,11 +35,16 @@ def report(request: pytest.FixtureRequest, node: str) -> Iterator[dict[str, Any]
         return
     port = _support.free_port()
     argv = [sys.executable, str(_support.TASK_SERVER), "--ws", f"127.0.0.1:{port}"]
-    token = [TOKEN] if setup == "ws+token" else []
+    token = [TOKEN] if "token" in setup else []
     if token:
         argv += ["--token", TOKEN]
-    with _support.background_server(argv, port) as url:
-        result = _support.run_report([node, str(_support.TS_CLIENT), "ws", url, *token])
+    with contextlib.ExitStack() as stack:
+        if setup.endswith("+redis"):  # the same scenario with every task in a private Redis
+            require_redis()
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tsr"))
+            argv += ["--store", stack.enter_context(running_redis(folder))]
+        with _support.background_server(argv, port) as url:
+            result = _support.run_report([node, str(_support.TS_CLIENT), "ws", url, *token])
     result["setup"] = setup
     yield result
 
@@ -184,7 +192,7 @@ def test_plain_sampling_for_a_client_without_tasks(report: dict[str, Any]) -> No
 
 
 def test_task_binding_across_connections(report: dict[str, Any]) -> None:
-    if report.get("setup") == "ws+token":
+    if report.get("setup", "").startswith("ws+token"):
         # Same bearer token, same identity: the second connection sees the first's task.
         assert ok(report["plain_get_main_task"])["taskId"] == report["created_ids"]["sleep"]
     else:

@@ -48,7 +48,8 @@ ROWS = [
 
 
 def store_servers(n_tasks: int, stack: ExitStack) -> list[Server]:
-    base = next(s for s in servers(n_tasks, n_tasks, "example") if s.key == "trio")
+    known = {s.key: s for s in servers(n_tasks, n_tasks, "example")}
+    base = known["trio"]
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-stores-")))
     out = []
     urls = {"memory": "memory", "sqlite": f"sqlite:///{tmp}/tasks.db"}
@@ -69,7 +70,7 @@ def store_servers(n_tasks: int, stack: ExitStack) -> list[Server]:
         if name not in urls:
             server.missing = missing
         out.append(server)
-    ts = next(s for s in servers(n_tasks, n_tasks, "example") if s.key == "ts")
+    ts = known["ts"]
     ts.label += " (in memory)"
     out.append(ts)
     return out

@@ -73,7 +73,9 @@ async def start(
     return actor
 
 
-async def answer(text: str) -> Any:
+def answer(text: str) -> Any:
+    """Work that completes at once with ``text``."""
+
     async def work(actor: TaskActor) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": text}], "isError": False}
 
@@ -174,8 +176,8 @@ async def test_contract_pages_with_cursors_bound_to_the_owner(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     async with registry(kind, request, tmp_path, page_size=2) as reg:
-        ids = [(await start(reg, await answer(str(n)))).task_id for n in range(5)]
-        await start(reg, await answer("other"), owner=OTHER)
+        ids = [(await start(reg, answer(str(n)))).task_id for n in range(5)]
+        await start(reg, answer("other"), owner=OTHER)
         seen: list[str] = []
         cursor = None
         while True:
@@ -215,9 +217,9 @@ async def test_contract_expired_tasks_are_gone(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     async with registry(kind, request, tmp_path) as reg:
-        done = await start(reg, await answer("short"), ttl=300)
+        done = await start(reg, answer("short"), ttl=300)
         await reg.result(OWNER, done.task_id, Requestor())
-        kept = await start(reg, await answer("kept"), ttl=60_000)
+        kept = await start(reg, answer("kept"), ttl=60_000)
         await trio.sleep(0.5)  # real time: durable stores keep wall-clock expiry
         with pytest.raises(McpError) as info:
             await reg.get(OWNER, done.task_id)
@@ -261,7 +263,7 @@ async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
     async with reg.running():
         assert reg.cluster is not None
         reg.cluster.store.op_timeout = 1.0  # type: ignore[attr-defined]
-        done = await start(reg, await answer("before"))
+        done = await start(reg, answer("before"))
         await reg.result(OWNER, done.task_id, Requestor())
         release = trio.Event()
 
@@ -279,7 +281,7 @@ async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
             assert info.value.message.startswith("Task store unavailable (")
             assert info.value.message.endswith("; retry later")
         with trio.fail_after(10), pytest.raises(McpError, match="Task store unavailable"):
-            await start(reg, await answer("refused"))
+            await start(reg, answer("refused"))
         release.set()  # the task completes while Redis is down: its write waits
         await trio.sleep(0.2)
 
@@ -297,7 +299,7 @@ async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
         assert kept["content"][0]["text"] == "before"
         after = await reg.result(OWNER, late.task_id, Requestor())
         assert after["content"][0]["text"] == "during"
-        again = await start(reg, await answer("after"))
+        again = await start(reg, answer("after"))
         assert (await reg.result(OWNER, again.task_id, Requestor()))["content"][0]["text"] == "after"
 
 

@@ -28,21 +28,19 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 import trio
 
-from ..._errors import INVALID_PARAMS, RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
+from ..._errors import RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
 from .._messages import TaskStatus
+from ._actor import TaskActor
 from ._connection import TaskConnection
+from ._ledger import TaskLedger, expired, owned
 from ._shared import CapReached, InputAnswer, InputItem, SharedTaskStore, store_unavailable
 from ._state import TaskEvent
 from ._store import TaskRecord
-
-if TYPE_CHECKING:
-    from ._actor import TaskActor
-    from ._ledger import TaskLedger
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -188,7 +186,7 @@ class Cluster:
 
     def on_hint(self, kind: str, task_id: str) -> None:
         """A hint from the store: wake who waits on the task; a cancel reaches its actor."""
-        if kind == "cancel" and task_id in self._ledger.running_ids():
+        if kind == "cancel" and self._ledger.running_actor(task_id) is not None:
             self._spawn(self.reconcile, task_id)
         self.wake(task_id)
 
@@ -251,11 +249,9 @@ class Cluster:
                 when the store is unavailable.
         """
         await self.settle()
-        record = await self.store.get(task_id)
-        if record is None or record.owner != owner:
-            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        record = owned(await self.store.get(task_id), owner, task_id)
         if record.deadline <= trio.current_time():
-            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
+            raise expired()
         return record
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:

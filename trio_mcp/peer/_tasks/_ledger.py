@@ -161,13 +161,10 @@ class TaskLedger:
             McpError: -32602 for an unknown, expired or foreign id (the three
                 are indistinguishable on purpose).
         """
-        record = self.store.get(task_id)
-        if record is None or record.owner != owner:
-            audit.info("task lookup failed id=%.64r context=%s", task_id, owner)
-            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        record = owned(self.store.get(task_id), owner, task_id)
         if record.deadline <= trio.current_time():
             self._delete(task_id)
-            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
+            raise expired()
         return record
 
     def _delete(self, task_id: str) -> None:
@@ -239,6 +236,23 @@ class TaskLedger:
     def actors(self) -> Iterator[TaskActor]:
         """Every actor whose work is still running."""
         return iter(list(self._actors.values()))
+
+
+def owned(record: TaskRecord | None, owner: str, task_id: str) -> TaskRecord:
+    """``record`` if it is ``owner``'s task.
+
+    Raises:
+        McpError: -32602 for an unknown or foreign id (indistinguishable on purpose).
+    """
+    if record is None or record.owner != owner:
+        audit.info("task lookup failed id=%.64r context=%s", task_id, owner)
+        raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+    return record
+
+
+def expired() -> McpError:
+    """The -32602 for a task whose TTL has run out."""
+    return McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
 
 
 def _failure_message(result: dict[str, Any]) -> str:

@@ -115,10 +115,9 @@ class TaskRegistry(TaskLedger):
                 self._users -= 1
             return
         cluster = self.cluster
-        opener = getattr(self.store, "open", None)
         if cluster is not None:
             self._cursors = CursorCodec(await cluster.store.open())
-        elif opener is not None:
+        elif (opener := getattr(self.store, "open", None)) is not None:
             self._restore(await opener())
         try:
             async with trio.open_nursery() as nursery:

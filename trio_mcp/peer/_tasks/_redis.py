@@ -65,7 +65,7 @@ from ._shared import (
     store_unavailable,
 )
 from ._sqlite import _outcome_from_json, _outcome_to_json
-from ._store import TaskRecord, now_iso
+from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry
 
 log = logging.getLogger("trio_mcp.tasks")
 T = TypeVar("T")
@@ -133,13 +133,12 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
 def _record(task_id: str, h: dict[str, str]) -> TaskRecord | None:
     """The record a hash holds, or ``None`` when it is past its expiry."""
     expires = h.get("expires")
-    if expires is None:
-        deadline = math.inf
-    else:
-        left = int(expires) / 1000 - time.time()
-        if left <= 0:
-            return None
-        deadline = trio.current_time() + left
+    now_wall = time.time()
+    if expires is not None and int(expires) / 1000 <= now_wall:
+        return None
+    deadline = trio_deadline(
+        None if expires is None else int(expires) / 1000, now_wall, trio.current_time()
+    )
     ttl = h.get("ttl")
     return TaskRecord(
         task_id=task_id,
@@ -363,10 +362,8 @@ class RedisTaskStore:
             CapReached: ``record.owner`` has ``max_live`` live tasks.
             ValueError: A task with this id exists.
         """
-        expires = None
-        if record.deadline != math.inf:
-            left = max(0.0, record.deadline - trio.current_time())
-            expires = round((time.time() + left) * 1000)
+        wall = wall_expiry(record.deadline)
+        expires = None if wall is None else round(wall * 1000)
         fields: list[str] = ["method", record.method, "updated", record.last_updated_at,
                              "poll", str(record.poll_interval)]  # fmt: skip
         if record.ttl is not None:

@@ -22,7 +22,6 @@ import contextlib
 import importlib
 import json
 import logging
-import math
 import queue
 import secrets
 import sqlite3
@@ -37,7 +36,7 @@ import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
 from .._messages import ErrorData, TaskStatus
-from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, now_iso
+from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, now_iso, trio_deadline, wall_expiry
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -141,10 +140,7 @@ class SqliteTaskStore:
     # --- the TaskStore contract (memory reads, queued writes) ----------------------------
 
     def add(self, record: TaskRecord) -> None:
-        expires = None
-        if record.deadline != math.inf:
-            expires = time.time() + max(0.0, record.deadline - trio.current_time())
-        self._expires[record.task_id] = expires
+        self._expires[record.task_id] = wall_expiry(record.deadline)
         self._memory.add(record)
         self._write(("upsert", self._row(record)))
 
@@ -296,7 +292,7 @@ class SqliteTaskStore:
         (task_id, owner, seq, method, status, created_at, last_updated_at, ttl, poll_interval,
          expires_at, status_message, outcome) = row  # fmt: skip
         self._expires[task_id] = expires_at
-        deadline = math.inf if expires_at is None else now_trio + (expires_at - now_wall)
+        deadline = trio_deadline(expires_at, now_wall, now_trio)
         return TaskRecord(
             task_id=task_id,
             owner=owner,

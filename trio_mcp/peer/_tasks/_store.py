@@ -4,10 +4,12 @@ the default :class:`MemoryTaskStore`."""
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from typing import Any, Protocol, TypeAlias, final
 
 import attrs
+import trio
 
 from .._messages import ErrorData, Task, TaskStatus
 
@@ -147,3 +149,14 @@ def now_iso() -> str:
     return _last_iso[1]
 
 
+def wall_expiry(deadline: float) -> float | None:
+    """A record's deadline (Trio clock) as a wall-clock instant (Unix seconds), for a
+    store that outlives the process; ``None`` for no deadline."""
+    if deadline == math.inf:
+        return None
+    return time.time() + max(0.0, deadline - trio.current_time())
+
+
+def trio_deadline(expires: float | None, now_wall: float, now_trio: float) -> float:
+    """The inverse of :func:`wall_expiry`, against one reading of both clocks."""
+    return math.inf if expires is None else now_trio + (expires - now_wall)

@@ -381,6 +381,29 @@ RUNS = {"plain-seq": plain_seq, "plain-200": plain_200, "task-roundtrip": task_r
         "tasks": tasks}
 
 
+def run_rotating(srvs: list[Server], workloads: list[str], reps: int, p: dict[str, Any],
+                 out: dict[tuple[str, str], list[dict[str, Any]]],
+                 errors: dict[tuple[str, str], list[str]]) -> None:
+    """Run every workload on every server ``reps`` times, the servers taking turns
+    (the order rotates each repetition); results and errors go into ``out``/``errors``."""
+    for rep in range(reps):
+        for w in workloads:
+            order = [s for s in srvs if s.missing is None and w in s.workloads]
+            shift = rep % max(1, len(order))
+            for s in order[shift:] + order[:shift]:
+                t0 = time.monotonic()
+                try:
+                    result = run_one(s, w, p)
+                except Exception as exc:
+                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
+                    status = f"ERROR {exc!r}"[:200]
+                else:
+                    out.setdefault((s.key, w), []).append(result)
+                    status = "ok"
+                print(f"[rep {rep + 1}/{reps}] {w:<15} {s.label:<28} "
+                      f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
+
+
 def run_one(server: Server, workload: str, p: dict[str, Any]) -> dict[str, Any]:
     client = Client(server)
     try:
@@ -529,22 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     errors: dict[tuple[str, str], list[str]] = {}
     started = time.monotonic()
     load0 = os.getloadavg()
-    for rep in range(args.reps):
-        for w in workloads:
-            order = [s for s in srvs if s.missing is None and w in s.workloads]
-            shift = rep % max(1, len(order))
-            for s in order[shift:] + order[:shift]:
-                t0 = time.monotonic()
-                try:
-                    result = run_one(s, w, p)
-                except Exception as exc:
-                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
-                    status = f"ERROR {exc!r}"[:200]
-                else:
-                    out.setdefault((s.key, w), []).append(result)
-                    status = "ok"
-                print(f"[rep {rep + 1}/{args.reps}] {w:<15} {s.label:<24} "
-                      f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
+    run_rotating(srvs, workloads, args.reps, p, out, errors)
     print(run_header("Server-only comparison (one stdlib-Python NDJSON client drives every server)",
                      f"python -m bench.serveronly {' '.join(argv or sys.argv[1:])}", args.reps, load0,
                      time.monotonic() - started))

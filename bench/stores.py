@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench._common import run_header, write_raw  # noqa: E402
-from bench.serveronly import Server, median, run_one, servers  # noqa: E402
+from bench.serveronly import Server, median, run_rotating, servers  # noqa: E402
 
 ROWS = [
     ("task-roundtrip", "rate", "task call + tasks/result (tasks/s)", 0),
@@ -111,21 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     started, load0 = time.monotonic(), os.getloadavg()
     with ExitStack() as stack:
         srvs = store_servers(p["tasks"], stack)
-        for rep in range(args.reps):
-            for workload in ("task-roundtrip", "tasks"):
-                ready = [s for s in srvs if s.missing is None]
-                shift = rep % len(ready)
-                for s in ready[shift:] + ready[:shift]:
-                    t0 = time.monotonic()
-                    try:
-                        result = run_one(s, workload, p)
-                    except Exception as exc:
-                        status = f"ERROR {exc!r}"[:200]
-                    else:
-                        out.setdefault((s.key, workload), []).append(result)
-                        status = "ok"
-                    print(f"[rep {rep + 1}/{args.reps}] {workload:<15} {s.label:<28} "
-                          f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
+        run_rotating(srvs, ["task-roundtrip", "tasks"], args.reps, p, out, {})
     print(run_header("Task stores (one stdlib-Python NDJSON client, examples/task_server.py --store URL)",
                      f"python -m bench.stores {' '.join(argv or sys.argv[1:])}", args.reps, load0,
                      time.monotonic() - started))

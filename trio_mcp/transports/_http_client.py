@@ -49,6 +49,8 @@ DEFAULT_RETRY_MS: Final = 1_000
 MAX_RECONNECTS: Final = 5
 #: Seconds to connect, and to send a request body.
 DEFAULT_TIMEOUT: Final = 30.0
+#: Seconds the first requests after the handshake wait for the GET stream to open.
+STREAM_READY_TIMEOUT: Final = 5.0
 #: Seconds given to the ``DELETE`` that ends the session on close.
 CLOSE_TIMEOUT: Final = 2.0
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
@@ -70,6 +72,8 @@ class _HttpClientTransport:
     _cancelled: set[RequestId] = attrs.field(factory=set)
     _nursery: trio.Nursery | None = None
     _listening: trio.CancelScope | None = None
+    #: Set once the GET stream started by the handshake got its answer (or failed).
+    _stream_ready: trio.Event | None = None
     _closing: bool = False
     _reinits: int = 0
     _reinit_lock: trio.Lock = attrs.field(factory=trio.Lock)
@@ -129,6 +133,17 @@ class _HttpClientTransport:
                         if isinstance(request_id, str | int):
                             self._cancelled.add(request_id)
                     await self._send(msg)
+                    if isinstance(msg, Notification) and msg.method == "notifications/initialized":
+                        await self._wait_for_stream()
+
+    async def _wait_for_stream(self) -> None:
+        """Send nothing more until the session's GET stream is open (or refused), so
+        what the server sends on it from the start is heard, and answers to our next
+        requests come on their own streams. Bounded: a server slow to answer the GET
+        costs at most :data:`STREAM_READY_TIMEOUT` seconds once."""
+        if self._stream_ready is not None:
+            with trio.move_on_after(STREAM_READY_TIMEOUT):
+                await self._stream_ready.wait()
 
     async def _send(self, msg: Message, *, retried: bool = False) -> None:
         request_id = msg.id if isinstance(msg, Request) else None
@@ -303,9 +318,10 @@ class _HttpClientTransport:
             if self._listening is not None:
                 self._listening.cancel()
             self._listening = trio.CancelScope()
-            self._nursery.start_soon(self._listen_loop, self._listening)
+            self._stream_ready = trio.Event()
+            self._nursery.start_soon(self._listen_loop, self._listening, self._stream_ready)
 
-    async def _listen_loop(self, scope: trio.CancelScope) -> None:
+    async def _listen_loop(self, scope: trio.CancelScope, ready: trio.Event) -> None:
         """Keep the session's GET stream open, resuming from the last event id."""
         parser = SSEParser()
         failures = 0
@@ -317,7 +333,9 @@ class _HttpClientTransport:
                 except httpx.HTTPError as exc:
                     log.debug("GET stream failed: %s", exc)
                     failures += 1
+                    ready.set()
                 else:
+                    ready.set()
                     try:
                         if response.status_code in (400, 404, 405, 409):
                             return  # no stream for us here

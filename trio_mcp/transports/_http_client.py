@@ -134,16 +134,7 @@ class _HttpClientTransport:
                             self._cancelled.add(request_id)
                     await self._send(msg)
                     if isinstance(msg, Notification) and msg.method == "notifications/initialized":
-                        await self._wait_for_stream()
-
-    async def _wait_for_stream(self) -> None:
-        """Send nothing more until the session's GET stream is open (or refused), so
-        what the server sends on it from the start is heard, and answers to our next
-        requests come on their own streams. Bounded: a server slow to answer the GET
-        costs at most :data:`STREAM_READY_TIMEOUT` seconds once."""
-        if self._stream_ready is not None:
-            with trio.move_on_after(STREAM_READY_TIMEOUT):
-                await self._stream_ready.wait()
+                        await _stream_opened(self._stream_ready)
 
     async def _send(self, msg: Message, *, retried: bool = False) -> None:
         request_id = msg.id if isinstance(msg, Request) else None
@@ -457,3 +448,13 @@ async def open_http_client(
         if own:
             with trio.CancelScope(shield=True):
                 await client.aclose()
+
+
+async def _stream_opened(ready: trio.Event | None) -> None:
+    """Send nothing more until the session's GET stream is open (or refused), so what
+    the server sends on it from the start is heard and answers to our next requests
+    come on their own streams. Bounded: a server slow to answer the GET costs at most
+    :data:`STREAM_READY_TIMEOUT` seconds, once."""
+    if ready is not None:
+        with trio.move_on_after(STREAM_READY_TIMEOUT):
+            await ready.wait()

@@ -52,6 +52,7 @@ from ._errors import (
     RemoteProtocolError,
     TrioMcpError,
 )
+from ._util import quiet_interrupted_coroutines
 from .peer._messages import LOGGING_LEVELS
 from .transports._client import INIT_TIMEOUT, is_interrupt
 
@@ -366,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TOOL_ERROR
     except BaseException as exc:
         if is_interrupt(exc):
+            quiet_interrupted_coroutines()
             print(f"{PROG}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         message = describe_error(exc)

@@ -35,6 +35,7 @@ from ._cli_connect import (
     target_option,
 )
 from ._errors import RemoteError
+from ._util import quiet_interrupted_coroutines
 from .peer._features import App, Peer
 from .peer._messages import CallToolResult, TextContent, to_wire
 from .transports._client import is_interrupt
@@ -69,6 +70,7 @@ def run_call(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if followed.task_id is None or not is_interrupt(exc):
             raise
+        quiet_interrupted_coroutines()
         print(f"{PROG}: interrupted; {_left_behind(args, followed.task_id)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -77,3 +78,15 @@ def interrupt_wins() -> Iterator[None]:
         if is_interrupt(exc):
             raise KeyboardInterrupt from exc
         raise
+
+
+def quiet_interrupted_coroutines() -> None:
+    """After a Ctrl-C, silence Python's "coroutine ... was never awaited" warnings.
+
+    A KeyboardInterrupt can land between a coroutine's creation and its first
+    step (``await self._send(msg)``); Python then warns when the program
+    exits, which would bury the one line the CLI prints about the interrupt.
+    """
+    warnings.filterwarnings(
+        "ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning
+    )

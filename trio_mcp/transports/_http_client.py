@@ -354,8 +354,8 @@ class _HttpClientTransport:
             try:
                 response = await self.client.delete(self.url, headers=self._headers("*/*"))
                 log.debug("DELETE session: HTTP %d", response.status_code)
-            except httpx.HTTPError as exc:
-                log.debug("DELETE session failed: %s", exc)
+            except Exception as exc:  # best effort: e.g. a Ctrl-C broke the pool's state
+                log.debug("DELETE session failed: %r", exc)
 
 
 def _encode(msg: Message) -> bytes:

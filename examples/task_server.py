@@ -49,8 +49,8 @@ def build_app(
         store=store,
     )
 
-    @app.tool()
-    async def echo(text: str) -> str:
+    @app.tool(inline=True)  # quick and never blocking: runs on the event loop
+    def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
 

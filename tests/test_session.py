@@ -335,3 +335,88 @@ async def test_session_gate_holds_requests_until_set(autojump_clock: trio.abc.Cl
 def test_session_related_request_id_is_not_part_of_equality() -> None:
     a = Request(1, "m", None, related_request_id=5)
     assert a == Request(1, "m", None) and attrs.evolve(a).related_request_id == 5
+
+
+# --- immediate handlers: answered in the dispatching task -------------------------------
+
+
+async def test_session_immediate_handler_answers_without_a_task_of_its_own() -> None:
+    seen: list[Any] = []
+    sent: list[str] = []
+
+    def now(req: Request) -> Reply:
+        seen.append((current_request_id.get(), trio.lowlevel.current_task().name))
+        return Reply({"n": req.params}, lambda: sent.append("after"))
+
+    async with running_session(immediate_handlers={"now": now}) as (session, ends):
+        await ends.to_peer.send(Request(1, "now", {"x": 1}))
+        reply = await _next(ends)
+        assert isinstance(reply, Response) and reply.result == {"n": {"x": 1}}
+        assert seen[0][0] == 1  # the request's id is current while it runs
+        assert "_serve" not in seen[0][1] and "now" not in seen[0][1]
+        assert sent == ["after"]  # after_send, once the answer is on the bus
+        assert current_request_id.get() is None and not session._inflight
+
+
+async def test_session_immediate_handler_errors_become_error_responses() -> None:
+    def refuse(req: Request) -> Any:
+        raise McpError(-32602, "no")
+
+    def crash(req: Request) -> Any:
+        raise ZeroDivisionError("secret")
+
+    handlers = {"refuse": refuse, "crash": crash}
+    async with running_session(immediate_handlers=handlers) as (_, ends):
+        await ends.to_peer.send(Request(1, "refuse"))
+        await ends.to_peer.send(Request(2, "crash"))
+        first, second = await _next(ends), await _next(ends)
+        assert isinstance(first, ErrorResponse) and first.error == ErrorData(-32602, "no")
+        assert isinstance(second, ErrorResponse) and second.error.code == -32603
+        assert "secret" not in second.error.message
+
+
+async def test_session_immediate_handler_may_defer_to_a_cancellable_task() -> None:
+    stopped = trio.Event()
+
+    async def wait_forever() -> Any:
+        try:
+            await trio.sleep_forever()
+        finally:
+            stopped.set()
+
+    def later(req: Request) -> Any:
+        return wait_forever()  # must wait: runs as the request's own task
+
+    async with running_session(immediate_handlers={"later": later}) as (session, ends):
+        await ends.to_peer.send(Request(1, "later"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert 1 in session._inflight
+        await ends.to_peer.send(Notification("notifications/cancelled", {"requestId": 1}))
+        with trio.fail_after(5):
+            await stopped.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert not session._inflight
+        await ends.to_peer.send(Request(2, "nothing/here"))
+        reply = await _next(ends)  # the cancelled request got no answer
+        assert isinstance(reply, ErrorResponse) and reply.id == 2
+
+
+async def test_session_immediate_answers_wait_for_room_when_the_bus_is_full() -> None:
+    """Answers that do not fit on a full bus are sent from tasks, in time, none lost."""
+    def now(req: Request) -> dict[str, Any]:
+        return {"i": req.id}
+
+    bus, ends = open_bus(capacity=4)
+    session = Session(bus, immediate_handlers={"now": now})
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        for i in range(40):
+            await ends.to_peer.send(Request(i, "now"))
+        got = set()
+        with trio.fail_after(5):
+            while len(got) < 40:
+                msg = await ends.from_peer.receive()
+                assert isinstance(msg, Response)
+                got.add(msg.result["i"])
+        assert got == set(range(40))
+        session.close()

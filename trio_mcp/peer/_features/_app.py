@@ -120,6 +120,7 @@ class App(ServerOffers, ClientHandlers):
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
+        inline: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -134,6 +135,7 @@ class App(ServerOffers, ClientHandlers):
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         task_support: str = "forbidden",
         immediate_response: str | None = None,
+        inline: bool = False,
     ) -> Callable[[F], F] | F:
         """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
 
@@ -161,6 +163,10 @@ class App(ServerOffers, ClientHandlers):
             immediate_response: Text put in the ``CreateTaskResult``'s
                 ``_meta["io.modelcontextprotocol/model-immediate-response"]``
                 when the tool is called as a task.
+            inline: Run a plain ``def`` tool on the event loop, in the task
+                that read the request, instead of in a worker thread: the
+                cheapest call (no thread, no Trio task). Only for quick
+                functions that never block: nothing else runs meanwhile.
 
         Returns:
             A decorator that registers the function and returns it unchanged
@@ -168,7 +174,8 @@ class App(ServerOffers, ClientHandlers):
 
         Raises:
             TypeError: Not a function, or an async generator function.
-            ValueError: Bad ``task_support``, or the name is taken.
+            ValueError: Bad ``task_support``, the name is taken, or
+                ``inline`` for an async function.
         """
         if callable(name):
             fn, name = name, None
@@ -186,6 +193,7 @@ class App(ServerOffers, ClientHandlers):
                 output_schema=output_schema,
                 annotations=None if annotations is None else dict(to_wire(annotations)),
                 task_support=task_support,
+                inline=inline,
             )
             if icons is not None:
                 tool = attrs.evolve(spec.tool, icons=[dict(to_wire(i)) for i in icons])

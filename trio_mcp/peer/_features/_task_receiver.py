@@ -8,7 +8,7 @@ is checked against the requestor's context and rate limit.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from ..._errors import METHOD_NOT_FOUND, McpError
@@ -46,15 +46,45 @@ async def create_task(
     """
     registry = peer.app.registry
     registry.check_rate(peer.context)
-    token = (request_meta or {}).get("progressToken")
     actor = await registry.create(
         peer.context,
         req.method,
         work,
         requested_ttl=task.ttl,
         origin=peer,
-        progress_token=token if isinstance(token, str | int) else None,
+        progress_token=_progress_token(request_meta),
     )
+    return _created(actor, result_meta)
+
+
+def create_task_now(
+    peer: PeerCore,
+    req: Request,
+    task: TaskMetadata,
+    request_meta: dict[str, Any] | None,
+    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
+    result_meta: dict[str, Any] | None = None,
+) -> Reply:
+    """:func:`create_task` without waiting: only when ``registry.immediate``."""
+    registry = peer.app.registry
+    registry.check_rate(peer.context)
+    actor = registry.create_now(
+        peer.context,
+        req.method,
+        work,
+        requested_ttl=task.ttl,
+        origin=peer,
+        progress_token=_progress_token(request_meta),
+    )
+    return _created(actor, result_meta)
+
+
+def _progress_token(request_meta: dict[str, Any] | None) -> str | int | None:
+    token = (request_meta or {}).get("progressToken")
+    return token if isinstance(token, str | int) else None
+
+
+def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
     result = CreateTaskResult(actor.record.snapshot(), meta=result_meta)
     return Reply(to_wire(result), actor.announced.set)
 
@@ -68,11 +98,12 @@ class TaskReceiver(PeerCore):
     """Answers ``tasks/*`` for the tasks this side hosts."""
 
     def install(self) -> None:
-        self.session.request_handlers.update(
+        self.session.request_handlers["tasks/list"] = self._on_tasks_list
+        # Answered at once (no Trio task) while the store needs no wait.
+        self.session.immediate_handlers.update(
             {
                 "tasks/get": self._on_tasks_get,
                 "tasks/result": self._on_tasks_result,
-                "tasks/list": self._on_tasks_list,
                 "tasks/cancel": self._on_tasks_cancel,
             }
         )
@@ -96,18 +127,27 @@ class TaskReceiver(PeerCore):
         # The taskId param is the source of truth; related-task _meta is ignored.
         return from_wire(req.params or {}, TaskIdParams).task_id
 
-    async def _on_tasks_get(self, req: Request) -> Task:
+    def _on_tasks_get(self, req: Request) -> Task | Coroutine[Any, Any, Task]:
         self._require_tasks()
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
-        return await registry.get(self.context, task_id)
+        if registry.immediate:
+            return registry.get_now(self.context, task_id)
+        return registry.get(self.context, task_id)
 
-    async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
+    def _on_tasks_result(
+        self, req: Request
+    ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
         task_id = self._task_id_param(req)
-        self.app.registry.check_rate(self.context)
-        return await self.app.registry.result(self.context, task_id, self)
+        registry = self.app.registry
+        registry.check_rate(self.context)
+        if registry.immediate:
+            done = registry.result_now(self.context, task_id)
+            if done is not None:
+                return done
+        return registry.result(self.context, task_id, self)
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")
@@ -116,9 +156,11 @@ class TaskReceiver(PeerCore):
         tasks, cursor = await self.app.registry.list(self.context, params.cursor)
         return ListTasksResult(tasks, cursor)
 
-    async def _on_tasks_cancel(self, req: Request) -> Task:
+    def _on_tasks_cancel(self, req: Request) -> Task | Coroutine[Any, Any, Task]:
         self._require_tasks("cancel")
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
-        return await registry.cancel(self.context, task_id)
+        if registry.immediate:
+            return registry.cancel_now(self.context, task_id)
+        return registry.cancel(self.context, task_id)

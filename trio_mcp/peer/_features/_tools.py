@@ -37,7 +37,7 @@ from .._session import ProgressCallback
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
-from ._task_receiver import create_task, hosts
+from ._task_receiver import create_task, create_task_now, hosts
 from ._toolspec import ArgumentError, ToolSpec
 
 log = logging.getLogger("trio_mcp.peer")
@@ -54,7 +54,7 @@ class Tools(PeerCore):
     def install(self) -> None:
         self._tool_cache = {}
         self.session.request_handlers["tools/list"] = self._on_tools_list
-        self.session.request_handlers["tools/call"] = self._on_tools_call
+        self.session.immediate_handlers["tools/call"] = self._on_tools_call
 
     @classmethod
     def declare_server(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -85,7 +85,11 @@ class Tools(PeerCore):
             next_cursor=str(end) if end < len(tools) else None,
         )
 
-    async def _on_tools_call(self, req: Request) -> Any:
+    def _on_tools_call(self, req: Request) -> Any:
+        """``tools/call``, answered at once when nothing waits; else the coroutine that answers it.
+
+        Nothing waits for an inline tool, nor for a task created in memory.
+        """
         if self.role is not Role.SERVER or not self.app.tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/call")
         params = from_wire(req.params or {}, CallToolParams)
@@ -107,12 +111,15 @@ class Tools(PeerCore):
             work = _ToolWork(self, spec, req.id, params.meta, params.arguments)
             immediate = self.app.immediate_response(spec.tool.name)
             meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            return await create_task(self, req, params.task, params.meta, work, meta)
-        ctx = RequestContext(self, req.id, params.meta)
-        return await self._run_tool(spec, params.arguments, ctx)
+            create = create_task_now if self.app.registry.immediate else create_task
+            return create(self, req, params.task, params.meta, work, meta)
+        ctx = RequestContext(self, req.id, params.meta) if spec.context_param else None
+        if spec.inline:
+            return self._run_tool_now(spec, params.arguments, ctx)
+        return self._run_tool(spec, params.arguments, ctx)
 
     def _bind(
-        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
     ) -> dict[str, Any] | CallToolResult:
         """The function's keyword arguments, or the tool error for arguments that do not fit."""
         try:
@@ -127,8 +134,22 @@ class Tools(PeerCore):
             kwargs[spec.context_param] = ctx
         return kwargs
 
+    def _run_tool_now(
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
+    ) -> CallToolResult:
+        """Run an inline tool here and now (see ``App.tool(inline=True)``)."""
+        kwargs = self._bind(spec, arguments, ctx)
+        if isinstance(kwargs, CallToolResult):
+            return kwargs
+        try:
+            return spec.to_result(spec.fn(**kwargs))
+        except McpError:
+            raise
+        except Exception as exc:
+            return _tool_failed(spec, exc)
+
     async def _run_tool(
-        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
     ) -> CallToolResult:
         kwargs = self._bind(spec, arguments, ctx)
         if isinstance(kwargs, CallToolResult):

@@ -17,6 +17,10 @@ call ends at once, as an async tool's would, but the function keeps running in
 its thread to its end and what it returns or raises is dropped. A sync tool
 can stop early by calling :func:`trio.from_thread.check_cancelled`, and can
 reach Trio (e.g. ``ctx.report_progress``) with :func:`trio.from_thread.run`.
+A plain ``def`` tool registered with ``inline=True`` runs on the event loop
+instead, in the task that read the request: no thread and no Trio task, the
+cheapest call there is, for quick functions that never block (while it runs,
+nothing else in the process does).
 
 What a tool returns becomes a ``CallToolResult``. A structured return type
 (an attrs class, dataclass, ``TypedDict``, ``dict``, ``int``, ``list[X]``, ...)
@@ -103,6 +107,8 @@ class ToolSpec:
         binder: Structures arguments into keyword arguments.
         output: How a structured return value becomes ``structuredContent``.
         is_async: ``fn`` is a coroutine function (else it runs in a thread).
+        inline: ``fn`` is a plain function that runs on the event loop, in
+            the task that read the request (no thread, no task of its own).
     """
 
     tool: Tool
@@ -115,6 +121,7 @@ class ToolSpec:
     output: OutputShape | None = None
     is_async: bool = True
     _check: Callable[[dict[str, Any]], str | None] | None = None
+    inline: bool = False
 
     def bind(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check ``arguments`` and turn them into the function's keyword arguments.
@@ -133,7 +140,7 @@ class ToolSpec:
         return self.binder(arguments)
 
     async def call(self, kwargs: dict[str, Any]) -> Any:
-        """Run the function with ``kwargs`` (a sync one in a worker thread).
+        """Run the function with ``kwargs`` (a sync one in a worker thread, unless inline).
 
         Cancellation: an async tool is cancelled like any Trio code. A sync
         tool's call returns at once (raising ``Cancelled``) while its thread
@@ -141,6 +148,8 @@ class ToolSpec:
         """
         if self.is_async:
             return await self.fn(**kwargs)
+        if self.inline:
+            return self.fn(**kwargs)
         return await trio.to_thread.run_sync(
             functools.partial(self.fn, **kwargs),
             abandon_on_cancel=True,
@@ -173,6 +182,7 @@ def make_tool_spec(
     output_schema: dict[str, Any] | None = None,
     annotations: dict[str, Any] | None = None,
     task_support: str = "forbidden",
+    inline: bool = False,
 ) -> ToolSpec:
     """Build the :class:`ToolSpec` of ``fn`` (see :meth:`trio_mcp.App.tool`).
 
@@ -181,7 +191,8 @@ def make_tool_spec(
 
     Raises:
         TypeError: ``fn`` is not callable, or is an async generator function.
-        ValueError: ``task_support`` is not forbidden/optional/required.
+        ValueError: ``task_support`` is not forbidden/optional/required, or
+            ``inline`` is asked of an async function.
     """
     if not callable(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(f"tool {fn!r} must be a function (async or not)")
@@ -190,6 +201,8 @@ def make_tool_spec(
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
     )
+    if inline and is_async:
+        raise ValueError(f"inline=True is for plain def tools; {fn!r} is async")
     sig = analyze_signature(
         fn, context_type=context_type, unstructured_return=_is_content_annotation
     )
@@ -221,6 +234,7 @@ def make_tool_spec(
         output,
         is_async,
         compile_check(schema),
+        inline,
     )
 
 

@@ -180,6 +180,31 @@ class Outbound:
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             raise ConnectionClosed("the connection is closed") from exc
 
+    def try_send(self, msg: Message, method: str | None = None) -> bool:
+        """Put one message on the bus if that needs no wait; ``False`` if it would.
+
+        It would wait while the bus is full, or while queued notifications
+        must leave first. Nothing goes out once the connection is closed (then
+        ``True``: there is nothing to wait for).
+        """
+        if self._closed:
+            return True
+        if self._queued_notes:
+            return False
+        # Straight onto the bus (or the wire, when the transport's writer
+        # is idle), in order with everything sent before.
+        write_now = self.bus.shortcuts.write_now
+        try:
+            if write_now is None or not write_now(msg):
+                self.bus.outgoing.send_nowait(msg)
+        except trio.WouldBlock:
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return True
+        if message_observers:
+            self._observe("sent", msg, method)
+        return True
+
     async def _send_quietly(self, msg: Message) -> None:
         with contextlib.suppress(ConnectionClosed):
             await self.send(msg)
@@ -197,22 +222,8 @@ class Outbound:
             return
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         msg = Notification(method, wire, related_request_id=current_request_id.get())
-        if not self._queued_notes:
-            # Nothing queued: go straight onto the bus (or the wire, when
-            # the transport's writer is idle), in order with the responses
-            # sent meanwhile.
-            write_now = self.bus.shortcuts.write_now
-            try:
-                if write_now is None or not write_now(msg):
-                    self.bus.outgoing.send_nowait(msg)
-            except trio.WouldBlock:
-                pass
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                return
-            else:
-                if message_observers:
-                    self._observe("sent", msg)
-                return
+        if self.try_send(msg):
+            return
         try:
             self._notes_send.send_nowait(msg)
             self._queued_notes += 1

@@ -26,8 +26,10 @@ module never names an MCP method.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
 import attrs
@@ -62,6 +64,10 @@ log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
 
 RequestHandler: TypeAlias = Callable[[Request], Awaitable[Any]]
+#: A handler that answers at once, in the dispatching task: it returns the
+#: result (as a :data:`RequestHandler` does) or raises, or, when it must
+#: wait, returns a coroutine that the session runs as the request's own task.
+ImmediateHandler: TypeAlias = Callable[[Request], Any]
 NotificationHandler: TypeAlias = Callable[[Notification], None]
 #: Decides whether a request may be served now: ``None`` admits it, an
 #: :class:`ErrorData` is sent back instead.
@@ -97,6 +103,9 @@ class Session(Outbound):
         request_handlers: Method name -> handler; filled by the features.
             A handler returns an attrs object, a JSON dict or a
             :class:`Reply`, or raises :class:`McpError`.
+        immediate_handlers: Method name -> :data:`ImmediateHandler`, tried
+            instead of the request handler: a request it answers at once
+            costs no Trio task (the hot path of ``tools/call`` and ``tasks/*``).
         notification_handlers: Method name -> handler for notifications
             other than ``notifications/cancelled`` and ``notifications/progress``.
         admit: Called before a known request is served; an :class:`ErrorData`
@@ -109,6 +118,7 @@ class Session(Outbound):
     """
 
     request_handlers: dict[str, RequestHandler] = attrs.field(factory=dict)
+    immediate_handlers: dict[str, ImmediateHandler] = attrs.field(factory=dict)
     notification_handlers: dict[str, NotificationHandler] = attrs.field(factory=dict)
     admit: Admission | None = None
     uncancellable: set[RequestId] = attrs.field(factory=set)
@@ -240,16 +250,25 @@ class Session(Outbound):
         )
         await self._send_quietly(ErrorResponse(req.id, ErrorData(RESOURCE_LIMIT, message)))
 
-    def _reply_soon(self, msg: Message) -> None:
+    def _reply_soon(
+        self, msg: Message, method: str | None = None, after_send: Callable[[], None] | None = None
+    ) -> None:
         if self._nursery is not None and not self._closed:
             self._replying += 1
-            self._nursery.start_soon(self._send_reply, msg)
+            self._nursery.start_soon(self._send_reply, msg, method, after_send)
+        elif after_send is not None:
+            after_send()
 
-    async def _send_reply(self, msg: Message) -> None:
+    async def _send_reply(
+        self, msg: Message, method: str | None, after_send: Callable[[], None] | None
+    ) -> None:
         try:
-            await self._send_quietly(msg)
+            with contextlib.suppress(ConnectionClosed):
+                await self.send(msg, method)
         finally:
             self._replying -= 1
+            if after_send is not None:
+                after_send()
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in this connection's nursery; it is cancelled at close.
@@ -271,7 +290,7 @@ class Session(Outbound):
             self._reply_soon(ErrorResponse(req.id, error))
             return
         handler = self.request_handlers.get(req.method)
-        if handler is None:
+        if handler is None and req.method not in self.immediate_handlers:
             error = ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
             self._reply_soon(ErrorResponse(req.id, error))
             return
@@ -280,32 +299,40 @@ class Session(Outbound):
             if refusal is not None:
                 self._reply_soon(ErrorResponse(req.id, refusal))
                 return
+        immediate = self.immediate_handlers.get(req.method)
+        if immediate is None:
+            assert handler is not None
+            work: Awaitable[Any] = handler(req)
+        else:
+            later = _answer_at_once(self, req, immediate)
+            if later is None:
+                return
+            work = later  # it must wait: it runs as the request's own task, as below
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
         assert self._nursery is not None
         # Named by its method: Trio need not format a name per request.
-        self._nursery.start_soon(self._serve, req, handler, scope, name=req.method)
+        self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
 
-    async def _serve(self, req: Request, handler: RequestHandler, scope: trio.CancelScope) -> None:
-        """Run one request's handler and answer it: the one place errors become wire errors."""
+    def reply_now(
+        self, req: Request, reply: Message, after_send: Callable[[], None] | None
+    ) -> None:
+        """Send the answer to ``req`` without waiting, or from a task if the bus is full."""
+        if not self.try_send(reply, req.method):
+            self._reply_soon(reply, req.method, after_send)
+        elif after_send is not None:
+            after_send()
+
+    async def _serve(self, req: Request, work: Awaitable[Any], scope: trio.CancelScope) -> None:
+        """Run one request's handler (``work``) in its own task and answer it."""
         current_request_id.set(req.id)
         reply: Message | None = None
         after_send: Callable[[], None] | None = None
         with scope:
             try:
-                out = await handler(req)
-            except McpError as exc:
-                reply = ErrorResponse(req.id, ErrorData(exc.code, exc.message, exc.data))
-            except Exception:
-                log.exception("handler for %s failed", req.method)
-                reply = ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
-            else:
-                if isinstance(out, Reply):
-                    after_send = out.after_send
-                    result = out.result
-                else:
-                    result = out if isinstance(out, dict) else wire_object(out)
-                reply = Response(req.id, result)
+                reply, after_send = _answer(req, await work)
+            except Exception as exc:
+                reply = _failure(req, exc)
         del self._inflight[req.id]
         self.uncancellable.discard(req.id)
         self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
@@ -368,3 +395,45 @@ class Session(Outbound):
         else:
             log.debug("response to unknown id %r ignored", msg.id)
 
+
+
+def _answer(req: Request, out: Any) -> tuple[Message, Callable[[], None] | None]:
+    """A handler's outcome as the response to ``req``, and what to call once it is sent."""
+    if isinstance(out, Reply):
+        return Response(req.id, out.result), out.after_send
+    return Response(req.id, out if isinstance(out, dict) else wire_object(out)), None
+
+
+def _failure(req: Request, exc: Exception) -> ErrorResponse:
+    """A handler's exception as the error response to ``req``.
+
+    The one place where errors become wire errors.
+    """
+    if isinstance(exc, McpError):
+        return ErrorResponse(req.id, ErrorData(exc.code, exc.message, exc.data))
+    log.exception("handler for %s failed", req.method, exc_info=exc)
+    return ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
+
+
+def _answer_at_once(
+    session: Session, req: Request, immediate: ImmediateHandler
+) -> CoroutineType[Any, Any, Any] | None:
+    """Run an immediate handler in the dispatching task and send its answer.
+
+    The request's id is current (as in ``Session._serve``) until the answer
+    is sent. Returns the coroutine to run as the request's task when the
+    handler must wait, else ``None``.
+    """
+    token = current_request_id.set(req.id)
+    try:
+        try:
+            out = immediate(req)
+        except Exception as exc:
+            session.reply_now(req, _failure(req, exc), None)
+            return None
+        if type(out) is CoroutineType:
+            return out
+        session.reply_now(req, *_answer(req, out))
+        return None
+    finally:
+        current_request_id.reset(token)

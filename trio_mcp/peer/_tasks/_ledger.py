@@ -11,22 +11,30 @@ from __future__ import annotations
 import heapq
 import logging
 import math
+import secrets
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 import trio
 
-from ..._errors import INVALID_PARAMS, McpError
-from .._messages import ErrorData, TaskStatus
+from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
+from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._actor import TaskActor
 from ._connection import TaskConnection
 from ._limits import RateLimiter, TaskLimits
 from ._shared import RecordMirror
-from ._state import IllegalTransition, TaskEvent, next_status
+from ._state import INITIAL_STATUS, IllegalTransition, TaskEvent, next_status
 from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, TaskStore, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
+
+
+#: What ``tasks/result`` answers for a task that was cancelled: there is no
+#: result of the underlying request, so the answer is a JSON-RPC error.
+CANCELLED_RESULT: Final = ErrorData(INVALID_PARAMS, "Task was cancelled: it has no result")
+#: The status message of a task cancelled by ``tasks/cancel``.
+CANCEL_MESSAGE: Final = "The task was cancelled by request."
 
 
 class TaskLedger:
@@ -52,6 +60,7 @@ class TaskLedger:
         self.observers: list[Callable[[TaskRecord], None]] = []
         #: With a shared store: where every change of a local record is copied.
         self.mirror: RecordMirror | None = None
+        self._seq = 0
 
     # --- the requestors' connections -----------------------------------------------------
 
@@ -153,6 +162,81 @@ class TaskLedger:
                 self.store.delete(actor.task_id)
 
     # --- lookup and expiry ----------------------------------------------------------------
+
+    def new_record(self, owner: str, method: str, requested_ttl: int | None) -> TaskRecord:
+        """A new task's record, its TTL granted; -32000 when the registry is full."""
+        limits = self.limits
+        if len(self.store) >= limits.max_tasks:
+            self._reap_now()
+            if len(self.store) >= limits.max_tasks:
+                audit.warning("task refused context=%s reason=registry-full", owner)
+                raise McpError(
+                    RESOURCE_LIMIT, f"Too many tasks: the server keeps at most {limits.max_tasks}"
+                )
+        ttl = _grant_ttl(limits, requested_ttl)
+        now = now_iso()
+        self._seq += 1
+        return TaskRecord(
+            task_id=secrets.token_hex(16),  # 128 random bits
+            owner=owner,
+            seq=self._seq,
+            method=method,
+            status=INITIAL_STATUS,
+            created_at=now,
+            last_updated_at=now,
+            ttl=ttl,
+            poll_interval=limits.poll_interval,
+            deadline=math.inf if ttl is None else trio.current_time() + ttl / 1000,
+        )
+
+    def keep(self, actor: TaskActor) -> None:
+        """Keep a new task's record and actor (made from :meth:`new_record`)."""
+        record = actor.record
+        self.store.add(record)
+        self._notify_observers(record)
+        task_id, owner = record.task_id, record.owner
+        self._actors[task_id] = actor
+        self._live[owner] = self._live.get(owner, 0) + 1
+        if record.ttl is not None:
+            heapq.heappush(self._expiry, (record.deadline, task_id))
+            if self._expiry[0][1] == task_id:
+                self._reaper_wakeup.set()
+        audit.info(
+            "task created id=%s context=%s method=%s ttl=%s", task_id, owner, record.method,
+            record.ttl,
+        )
+
+    def check_live_cap(self, owner: str) -> None:
+        """Raise -32000 when ``owner`` has its cap of live tasks (local count)."""
+        cap = self.limits.max_live_per_requestor
+        if self._live.get(owner, 0) >= cap:
+            audit.warning("task refused context=%s reason=live-cap", owner)
+            raise McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
+
+    def get_now(self, owner: str, task_id: str) -> Task:
+        """:meth:`get` from the local store, without waiting for it to be durable."""
+        record = self.lookup(owner, task_id)
+        audit.debug("task polled id=%s context=%s", task_id, owner)
+        return record.snapshot()
+
+    def result_now(self, owner: str, task_id: str) -> dict[str, Any] | None:
+        """:meth:`result` of a task already terminal in the local store; ``None`` if it is not."""
+        record = self.lookup(owner, task_id)
+        if not record.status.is_terminal and task_id in self._actors:
+            return None
+        return final_result(record)
+
+    def cancel_now(self, owner: str, task_id: str) -> Task:
+        """:meth:`cancel` in the local store, without waiting for it to be durable."""
+        record = self.lookup(owner, task_id)
+        if record.status.is_terminal:
+            raise already_terminal(record)
+        actor = self._actors.get(task_id)
+        if actor is not None:
+            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE)
+            actor.scope.cancel()
+        audit.info("task cancel requested id=%s context=%s", task_id, owner)
+        return record.snapshot()
 
     def lookup(self, owner: str, task_id: str) -> TaskRecord:
         """Return ``owner``'s task ``task_id``.
@@ -263,3 +347,35 @@ def _failure_message(result: dict[str, Any]) -> str:
     ]
     detail = " ".join(texts).strip()[:500]
     return f"Tool execution failed: {detail}" if detail else "Tool execution failed"
+
+
+def _grant_ttl(limits: TaskLimits, requested: int | None) -> int | None:
+    ttl = limits.default_ttl if requested is None else max(0, requested)
+    if limits.max_ttl is not None:
+        ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
+    return ttl
+
+
+def final_result(record: TaskRecord) -> dict[str, Any]:
+    """A terminal task's ``tasks/result`` answer, or its JSON-RPC error."""
+    audit.info(
+        "task retrieved id=%s context=%s status=%s",
+        record.task_id, record.owner, record.status.value,
+    )
+    outcome = record.outcome
+    if record.status is TaskStatus.CANCELLED:
+        outcome = CANCELLED_RESULT
+    elif outcome is None:
+        # Failed without an outcome: its process died while it ran.
+        outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
+    if isinstance(outcome, ErrorData):
+        raise McpError(outcome.code, outcome.message, outcome.data)
+    result = dict(outcome)
+    result["_meta"] = related_task_meta(record.task_id, result.get("_meta"))
+    return result
+
+
+def already_terminal(record: TaskRecord) -> McpError:
+    return McpError(
+        INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status.value}'"
+    )

@@ -31,33 +31,28 @@ import contextlib
 import heapq
 import logging
 import math
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
 import trio
 
-from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
-from .._messages import ErrorData, Task, TaskStatus, related_task_meta
+from ..._errors import McpError
+from .._messages import Task, TaskStatus
 from ._actor import TaskActor, Work
 from ._cluster import Cluster
 from ._connection import TaskConnection
-from ._ledger import TaskLedger
+from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._shared import SharedTaskStore
 from ._sqlite import open_task_store
-from ._state import INITIAL_STATUS, TaskEvent
+from ._state import TaskEvent
 from ._store import TaskRecord, TaskStore, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
 
-#: What ``tasks/result`` answers for a task that was cancelled: there is no
-#: result of the underlying request, so the answer is a JSON-RPC error.
-CANCELLED_RESULT: Final = ErrorData(INVALID_PARAMS, "Task was cancelled: it has no result")
 _ACTOR_NAME: Final = "trio_mcp.TaskActor.run"
-_CANCEL_MESSAGE: Final = "The task was cancelled by request."
 
 
 @final
@@ -91,7 +86,6 @@ class TaskRegistry(TaskLedger):
         self.mirror = self.cluster
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster
-        self._seq = 0
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
@@ -204,59 +198,57 @@ class TaskRegistry(TaskLedger):
                 registry's size bound is reached.
             RuntimeError: The registry is not running.
         """
-        if self._nursery is None:
-            raise RuntimeError("the task registry is not running (use registry.running())")
-        limits = self.limits
         cluster = self.cluster
-        if cluster is None and self._live.get(owner, 0) >= limits.max_live_per_requestor:
-            audit.warning("task refused context=%s reason=live-cap", owner)
-            raise McpError(
-                RESOURCE_LIMIT,
-                f"Too many live tasks: at most {limits.max_live_per_requestor} per requestor",
-            )
-        if len(self.store) >= limits.max_tasks:
-            self._reap_now()
-            if len(self.store) >= limits.max_tasks:
-                audit.warning("task refused context=%s reason=registry-full", owner)
-                raise McpError(
-                    RESOURCE_LIMIT, f"Too many tasks: the server keeps at most {limits.max_tasks}"
-                )
-        ttl = _grant_ttl(limits, requested_ttl)
-        now = now_iso()
-        self._seq += 1
-        deadline = math.inf if ttl is None else trio.current_time() + ttl / 1000
-        record = TaskRecord(
-            task_id=secrets.token_hex(16),  # 128 random bits
-            owner=owner,
-            seq=self._seq,
-            method=method,
-            status=INITIAL_STATUS,
-            created_at=now,
-            last_updated_at=now,
-            ttl=ttl,
-            poll_interval=limits.poll_interval,
-            deadline=deadline,
-        )
-        if cluster is not None:
-            await cluster.create(record, limits.max_live_per_requestor)
-        actor = TaskActor(self, record, origin, progress_token, work=work)
-        self.store.add(record)
-        self._notify_observers(record)
-        self._actors[record.task_id] = actor
-        self._live[owner] = self._live.get(owner, 0) + 1
-        if ttl is not None:
-            heapq.heappush(self._expiry, (deadline, record.task_id))
-            if self._expiry[0][1] == record.task_id:
-                self._reaper_wakeup.set()
-        audit.info(
-            "task created id=%s context=%s method=%s ttl=%s", record.task_id, owner, method, ttl
-        )
         if cluster is None:
+            actor = self.create_now(
+                owner, method, work, requested_ttl=requested_ttl, origin=origin,
+                progress_token=progress_token,
+            )
             try:
                 await self.settle()  # the CreateTaskResult promises a task that exists
             except McpError:
-                self._delete(record.task_id)
+                self._delete(actor.task_id)
                 raise
+            return actor
+        if self._nursery is None:
+            raise RuntimeError("the task registry is not running (use registry.running())")
+        record = self.new_record(owner, method, requested_ttl)
+        await cluster.create(record, self.limits.max_live_per_requestor)
+        return self._install(record, work, origin, progress_token)
+
+    @property
+    def immediate(self) -> bool:
+        """True when the store needs no wait (memory): the ``*_now`` methods may be used."""
+        return self.cluster is None and self._store_sync is None
+
+    def create_now(
+        self,
+        owner: str,
+        method: str,
+        work: Work,
+        *,
+        requested_ttl: int | None,
+        origin: TaskConnection | None,
+        progress_token: str | int | None = None,
+    ) -> TaskActor:
+        """:meth:`create` without waiting: only when :attr:`immediate`."""
+        if self._nursery is None:
+            raise RuntimeError("the task registry is not running (use registry.running())")
+        self.check_live_cap(owner)
+        return self._install(
+            self.new_record(owner, method, requested_ttl), work, origin, progress_token
+        )
+
+    def _install(
+        self,
+        record: TaskRecord,
+        work: Work,
+        origin: TaskConnection | None,
+        progress_token: str | int | None,
+    ) -> TaskActor:
+        """Keep ``record`` (a new task's) and make its actor: it starts once announced."""
+        actor = TaskActor(self, record, origin, progress_token, work=work)
+        self.keep(actor)
         return actor
 
     def launch(self, actor: TaskActor) -> None:
@@ -277,11 +269,11 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown, expired or foreign task; -32603
                 when the store is unavailable.
         """
-        if self.cluster is not None:
-            record = await self.cluster.lookup(owner, task_id)
-        else:
-            record = self.lookup(owner, task_id)
+        if self.cluster is None:
+            task = self.get_now(owner, task_id)
             await self.settle()  # a status is told only once it is durable
+            return task
+        record = await self.cluster.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
         return record.snapshot()
 
@@ -308,8 +300,7 @@ class TaskRegistry(TaskLedger):
                 await actor.wait_done(peer)
                 record = self.lookup(owner, task_id)
             await self.settle()
-        audit.info("task retrieved id=%s context=%s status=%s", task_id, owner, record.status.value)
-        return _final_result(record)
+        return final_result(record)
 
     async def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
         """``tasks/list``: one page of ``owner``'s tasks, oldest first.
@@ -340,49 +331,23 @@ class TaskRegistry(TaskLedger):
                 -32603 when the store is unavailable.
         """
         cluster = self.cluster
-        record = await cluster.lookup(owner, task_id) if cluster else self.lookup(owner, task_id)
+        if cluster is None:
+            task = self.cancel_now(owner, task_id)
+            await self.settle()
+            return task
+        record = await cluster.lookup(owner, task_id)
         if record.status.is_terminal:
-            raise _already_terminal(record)
+            raise already_terminal(record)
         actor = self._actors.get(task_id)
         if actor is not None:
-            self.transition(actor, TaskEvent.CANCEL, _CANCEL_MESSAGE)
+            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE)
             actor.scope.cancel()
             await self.settle()
-        elif cluster is not None:
+        else:
             # Its actor runs in another process: the stored cancel reaches it.
-            await cluster.store.cancel(task_id, _CANCEL_MESSAGE, now_iso())
-        if cluster is not None:
-            record = await cluster.lookup(owner, task_id)
-            if record.status is not TaskStatus.CANCELLED:
-                raise _already_terminal(record)  # it ended first, in another process
+            await cluster.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+        record = await cluster.lookup(owner, task_id)
+        if record.status is not TaskStatus.CANCELLED:
+            raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record.snapshot()
-
-
-
-def _final_result(record: TaskRecord) -> dict[str, Any]:
-    """A terminal task's ``tasks/result`` answer, or its JSON-RPC error."""
-    outcome = record.outcome
-    if record.status is TaskStatus.CANCELLED:
-        outcome = CANCELLED_RESULT
-    elif outcome is None:
-        # Failed without an outcome: its process died while it ran.
-        outcome = ErrorData(INTERNAL_ERROR, record.status_message or "Task failed")
-    if isinstance(outcome, ErrorData):
-        raise McpError(outcome.code, outcome.message, outcome.data)
-    result = dict(outcome)
-    result["_meta"] = related_task_meta(record.task_id, result.get("_meta"))
-    return result
-
-
-def _already_terminal(record: TaskRecord) -> McpError:
-    return McpError(
-        INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status.value}'"
-    )
-
-
-def _grant_ttl(limits: TaskLimits, requested: int | None) -> int | None:
-    ttl = limits.default_ttl if requested is None else max(0, requested)
-    if limits.max_ttl is not None:
-        ttl = limits.max_ttl if ttl is None else min(ttl, limits.max_ttl)
-    return ttl

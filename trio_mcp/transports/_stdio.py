@@ -52,6 +52,8 @@ _READ_SIZE: Final = 65_536
 #: Most messages, and bytes, joined into one write when several are queued.
 _WRITE_BATCH: Final = 256
 _WRITE_BATCH_BYTES: Final = 1 << 20
+#: Answers to pipelined requests joined into one write (see _DirectWriter).
+_FLUSH_EVERY: Final = 64
 
 
 async def run_stream_transport(
@@ -93,31 +95,43 @@ async def _read_lines(
             while True:
                 data = await (read() if read is not None else receive.receive_some(_READ_SIZE))
                 items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
-                if direct is not None:
-                    # Several messages in one read (a pipelining peer): their
-                    # answers come several at once too, so let the writer
-                    # join them into one write rather than write each now.
-                    direct.burst = len(items) > 1
-                for item in items:
-                    if isinstance(item, LineTooLong):
-                        log.warning("discarded a %d-byte line (limit %d)", item.size, max_line)
-                        msg: Undecodable | Message = Undecodable(
-                            INVALID_REQUEST,
-                            f"Invalid request: message exceeds the {max_line}-byte limit",
-                        )
-                    else:
-                        msg = decode_message(item)
-                    # Straight to the session's dispatch when it waits on an
-                    # empty bus (no receive-loop pass); else hand over without
-                    # a schedule point while the bus has room (the reader
-                    # still waits when the bus is full).
-                    deliver = shortcuts.deliver
-                    if deliver is not None and deliver(msg):
-                        continue
-                    try:
-                        to_peer.send_nowait(msg)
-                    except trio.WouldBlock:
-                        await to_peer.send(msg)
+                # Several messages in one read (a pipelining peer): their
+                # answers are joined into writes of up to _FLUSH_EVERY
+                # messages (see _DirectWriter.flush).
+                burst = direct is not None and len(items) > 1
+                try:
+                    for item in items:
+                        if isinstance(item, LineTooLong):
+                            log.warning(
+                                "discarded a %d-byte line (limit %d)", item.size, max_line
+                            )
+                            msg: Undecodable | Message = Undecodable(
+                                INVALID_REQUEST,
+                                f"Invalid request: message exceeds the {max_line}-byte limit",
+                            )
+                        else:
+                            msg = decode_message(item)
+                        if burst:
+                            assert direct is not None
+                            direct.burst = True
+                        # Straight to the session's dispatch when it waits on
+                        # an empty bus (no receive-loop pass); else hand over
+                        # without a schedule point while the bus has room (the
+                        # reader still waits when the bus is full).
+                        deliver = shortcuts.deliver
+                        if deliver is not None and deliver(msg):
+                            if burst and direct is not None and direct.full():
+                                direct.flush()
+                            continue
+                        try:
+                            to_peer.send_nowait(msg)
+                        except trio.WouldBlock:
+                            if direct is not None:
+                                direct.flush()  # nothing waits in it meanwhile
+                            await to_peer.send(msg)
+                finally:
+                    if direct is not None:
+                        direct.flush()
                 if not data:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -145,10 +159,11 @@ async def _write_lines(
                         break
                 except trio.EndOfChannel:
                     break
-                if direct is not None and direct.leftover:
-                    # The rest of a message a sender began to write directly.
-                    rest, direct.leftover = direct.leftover, b""
-                    await send.send_all(rest)
+                if direct is not None:
+                    # The rest of what a sender began to write directly.
+                    rest = direct.take_unwritten()
+                    if rest:
+                        await send.send_all(rest)
                 # Everything already queued goes out in one write.
                 chunks: list[bytes] = []
                 size = _encode_line(msg, chunks)
@@ -178,12 +193,17 @@ class _DirectWriter:
     before this one is already written in full: then the message is encoded
     and written with one non-blocking ``os.write``, saving the writer task's
     scheduler pass. A partial write leaves the rest in :attr:`leftover` and
-    wakes the writer, which writes it before anything else. Not while
-    :attr:`burst` (set by the reader): answers to pipelined requests go
-    through the writer, which joins them into one write.
+    wakes the writer, which writes it before anything else.
+
+    While :attr:`burst` (set by the reader as it dispatches several messages
+    from one read), messages are collected instead and written together by
+    :meth:`flush`, every :data:`_FLUSH_EVERY` messages and when the read is
+    dispatched: fewer writes, yet the other side starts on the first answers
+    while this side works on the rest (one write of all 200 answers to 200
+    pipelined requests made each side wait for the other).
     """
 
-    __slots__ = ("_from_peer", "_stream", "_wake", "burst", "leftover")
+    __slots__ = ("_from_peer", "_pending", "_stream", "_wake", "burst", "leftover")
 
     def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
         self._stream = stream
@@ -192,31 +212,49 @@ class _DirectWriter:
         self._wake = ends.shortcuts.wake_writer
         self.leftover = b""
         self.burst = False
+        self._pending: list[bytes] = []
 
     def write_now(self, msg: Message) -> bool:
-        if self.burst:
-            return False
         stats = self._from_peer.statistics()
         if stats.current_buffer_used or not stats.tasks_waiting_receive or self.leftover:
             return False
-        fd = self._stream.fileno()
-        if fd < 0:
+        if self._stream.fileno() < 0:
             return False
         data = encode_for_wire(msg)
         if data is None:
             log.error("dropped a message that cannot be encoded as JSON: %r", msg)
             return True
-        data += b"\n"
+        self._pending.append(data)
+        self._pending.append(b"\n")
+        if not self.burst:
+            self.flush()
+        return True
+
+    def full(self) -> bool:
+        """True when :data:`_FLUSH_EVERY` messages wait for :meth:`flush`."""
+        return len(self._pending) >= 2 * _FLUSH_EVERY
+
+    def flush(self) -> None:
+        """Write the collected messages now (the rest, if the pipe is full, by the writer)."""
+        self.burst = False
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
         try:
-            sent = os.write(fd, data)
-        except BlockingIOError:
-            return False
-        except OSError:
-            return False  # the writer meets the error too, and closes
+            sent = os.write(self._stream.fileno(), data)
+        except OSError:  # full (BlockingIOError) or broken: the writer sees to it
+            sent = 0
         if sent < len(data):
             self.leftover = data[sent:]
             self._wake()
-        return True
+
+    def take_unwritten(self) -> bytes:
+        """What was handed over but not yet written: the writer writes it first."""
+        if self._pending:
+            self.flush()
+        rest, self.leftover = self.leftover, b""
+        return rest
 
 
 def _encode_line(msg: Message, chunks: list[bytes]) -> int:

@@ -153,10 +153,15 @@ async def _write_lines(
                 try:
                     msg = from_peer.receive_nowait()
                 except trio.WouldBlock:
+                    if direct is not None:
+                        direct.idle = True  # see _DirectWriter.write_now
                     try:
                         msg = await from_peer.receive()
                     except trio.EndOfChannel:
                         break
+                    finally:
+                        if direct is not None:
+                            direct.idle = False
                 except trio.EndOfChannel:
                     break
                 if direct is not None:
@@ -203,20 +208,23 @@ class _DirectWriter:
     pipelined requests made each side wait for the other).
     """
 
-    __slots__ = ("_from_peer", "_pending", "_stream", "_wake", "burst", "leftover")
+    __slots__ = ("_pending", "_stream", "_wake", "burst", "idle", "leftover")
 
     def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
         self._stream = stream
-        self._from_peer = ends.from_peer
         #: Set by the bus's sender side: how to wake the writer (see write_now).
         self._wake = ends.shortcuts.wake_writer
         self.leftover = b""
         self.burst = False
+        #: Set by the writer task while it waits on an empty bus.
+        self.idle = False
         self._pending: list[bytes] = []
 
     def write_now(self, msg: Message) -> bool:
-        stats = self._from_peer.statistics()
-        if stats.current_buffer_used or not stats.tasks_waiting_receive or self.leftover:
+        # idle: the writer waits on an empty bus. A refusal clears it: the
+        # message then goes on the bus, and nothing may overtake it.
+        if not self.idle or self.leftover:
+            self.idle = False
             return False
         if self._stream.fileno() < 0:
             return False

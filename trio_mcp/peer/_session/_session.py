@@ -126,6 +126,7 @@ class Session(Outbound):
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _inflight: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
     _replying: int = attrs.field(default=0, init=False)
+    _idle: bool = attrs.field(default=False, init=False)
 
     # --- running --------------------------------------------------------------------
 
@@ -176,7 +177,11 @@ class Session(Outbound):
                 try:
                     item = incoming.receive_nowait()
                 except trio.WouldBlock:
-                    item = await incoming.receive()
+                    self._idle = True  # see _deliver
+                    try:
+                        item = await incoming.receive()
+                    finally:
+                        self._idle = False
                 if isinstance(item, Request) and self._overloaded():
                     if message_observers:
                         self._observe("received", item)
@@ -200,16 +205,15 @@ class Session(Outbound):
     def _deliver(self, item: Incoming) -> bool:
         """The bus's ``deliver`` shortcut: dispatch ``item`` now, in the transport's task.
 
-        Only while the receive loop waits on an empty bus (so nothing queued
-        is overtaken) and the item needs no wait (an overloaded session
-        answers in the receive loop, which is its backpressure): else
-        ``False``, and the transport queues it on the bus as usual. Saves the
-        receive loop's scheduler pass per message.
+        Only while the receive loop waits on an empty bus (``_idle``: so
+        nothing queued is overtaken; refusing clears it, as the item then
+        goes on the bus) and the item needs no wait (an overloaded session
+        answers in the receive loop: its backpressure). Else ``False``.
         """
-        if self._closed or (isinstance(item, Request | Undecodable) and self._overloaded()):
-            return False
-        stats = self.bus.incoming.statistics()
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+        if not self._idle or self._closed or (
+            isinstance(item, Request | Undecodable) and self._overloaded()
+        ):
+            self._idle = False
             return False
         self._dispatch(item)
         return True
@@ -359,15 +363,7 @@ class Session(Outbound):
                 log.debug("request %r cancelled by the peer: %s", request_id, params.get("reason"))
                 scope.cancel()
         elif method == "notifications/progress":
-            params = note.params or {}
-            callback = self.pending.progress_callback(params.get("progressToken"))
-            if callback is not None:
-                try:
-                    value = converter.structure(params, ProgressParams)
-                except Exception:
-                    log.info("malformed notifications/progress ignored")
-                    return
-                call_progress(callback, value, self._start_soon_or_none())
+            _on_progress(self, note.params or {})
         else:
             handler = self.notification_handlers.get(method)
             if handler is None:
@@ -378,7 +374,8 @@ class Session(Outbound):
             except Exception:
                 log.exception("handler for notification %s failed", method[:100])
 
-    def _start_soon_or_none(self) -> Callable[..., None] | None:
+    def start_soon_or_none(self) -> Callable[..., None] | None:
+        """This connection's ``nursery.start_soon``, or ``None`` once it is closed."""
         if self._nursery is None or self._closed:
             return None
         return self._nursery.start_soon
@@ -437,3 +434,15 @@ def _answer_at_once(
         return None
     finally:
         current_request_id.reset(token)
+
+
+def _on_progress(session: Session, params: dict[str, Any]) -> None:
+    """``notifications/progress``: call the callback its token was registered with."""
+    callback = session.pending.progress_callback(params.get("progressToken"))
+    if callback is not None:
+        try:
+            value = converter.structure(params, ProgressParams)
+        except Exception:
+            log.info("malformed notifications/progress ignored")
+            return
+        call_progress(callback, value, session.start_soon_or_none())

@@ -26,8 +26,8 @@ LIMITS = trio_mcp.TaskLimits(
 def build_app() -> trio_mcp.App:
     app = trio_mcp.App("trio-mcp-bench", "1.0", limits=LIMITS)
 
-    @app.tool()
-    async def echo(text: str) -> str:
+    @app.tool(inline=True)  # quick and never blocking: runs on the event loop
+    def echo(text: str) -> str:
         """Return the text."""
         return text
 

@@ -98,3 +98,24 @@ def test_task_fast_path_matches_cattrs(task: Any) -> None:
     for meta in (None, {}, {"m": 1}):
         result = CreateTaskResult(task, meta=meta)
         assert wire_object(result) == task_types._generic_create_result(result)
+
+
+@pytest.mark.parametrize("status_message", [None, "", "boom"])
+@pytest.mark.parametrize("ttl", [None, 0, 60_000])
+@pytest.mark.parametrize("status", ["working", "input_required", "completed", "failed", "cancelled"])
+def test_record_wire_matches_the_snapshot_through_cattrs(
+    status: str, ttl: int | None, status_message: str | None
+) -> None:
+    """TaskRecord.wire() (the hot paths' Task JSON) is exactly to_wire(snapshot()), key order too."""
+    import math
+
+    from trio_mcp.peer._messages import TaskStatus
+    from trio_mcp.peer._messages import _tasks as task_types
+    from trio_mcp.peer._tasks._store import TaskRecord
+
+    record = TaskRecord("id", "owner", 1, "tools/call", TaskStatus(status), "c", "u", ttl, 500,
+                        math.inf, status_message)
+    wire = record.wire()
+    generic = task_types._generic_task(record.snapshot())
+    assert wire == generic and list(wire) == list(generic)
+    assert wire == wire_object(record.snapshot())

@@ -160,6 +160,12 @@ class PeerCore:
         self.role = role
         self.client_info = client_info
         self.session = Session(bus)
+        # Fixed for the connection (the transport's identity does not change).
+        self._context = (
+            f"identity:{bus.context}"
+            if bus.context is not None
+            else f"connection:{_INSTANCE}:{self.session.connection_id}"
+        )
         self.remote_info: Implementation | None = None
         self.remote_capabilities: ClientCapabilities | ServerCapabilities | None = None
         self.protocol_version: str | None = None
@@ -191,9 +197,7 @@ class PeerCore:
         The authenticated identity when the transport has one, else this
         connection alone.
         """
-        if self.bus.context is not None:
-            return f"identity:{self.bus.context}"
-        return f"connection:{_INSTANCE}:{self.session.connection_id}"
+        return self._context
 
     @property
     def is_open(self) -> bool:

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..._errors import METHOD_NOT_FOUND, McpError
 from .._messages import (
-    CreateTaskResult,
     ListTasksResult,
     PaginatedParams,
     Request,
@@ -22,7 +21,6 @@ from .._messages import (
     TaskMetadata,
     from_wire,
     task_capability,
-    to_wire,
 )
 from .._session import Reply
 from .._tasks import TaskActor
@@ -85,13 +83,19 @@ def _progress_token(request_meta: dict[str, Any] | None) -> str | int | None:
 
 
 def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
-    result = CreateTaskResult(actor.record.snapshot(), meta=result_meta)
-    return Reply(to_wire(result), actor.announced.set)
+    # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
+    result: dict[str, Any] = {"task": actor.record.wire()}
+    if result_meta is not None:
+        result["_meta"] = result_meta
+    return Reply(result, actor.announced.set)
 
 
 def hosts(peer: PeerCore, method: str) -> bool:
     """True when this side declared task augmentation for ``method``."""
     return task_capability(peer.local_capabilities, method)
+
+
+_ID_KEYS = frozenset(("taskId", "_meta"))
 
 
 class TaskReceiver(PeerCore):
@@ -125,15 +129,21 @@ class TaskReceiver(PeerCore):
 
     def _task_id_param(self, req: Request) -> str:
         # The taskId param is the source of truth; related-task _meta is ignored.
-        return from_wire(req.params or {}, TaskIdParams).task_id
+        params = req.params
+        if type(params) is dict and _ID_KEYS.issuperset(params):
+            # The common shape, as the generated hook reads it.
+            task_id, meta = params.get("taskId"), params.get("_meta")
+            if type(task_id) is str and (meta is None or type(meta) is dict):
+                return task_id
+        return from_wire(params or {}, TaskIdParams).task_id
 
-    def _on_tasks_get(self, req: Request) -> Task | Coroutine[Any, Any, Task]:
+    def _on_tasks_get(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks()
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:
-            return registry.get_now(self.context, task_id)
+            return registry.get_now(self.context, task_id).wire()
         return registry.get(self.context, task_id)
 
     def _on_tasks_result(
@@ -156,11 +166,11 @@ class TaskReceiver(PeerCore):
         tasks, cursor = await self.app.registry.list(self.context, params.cursor)
         return ListTasksResult(tasks, cursor)
 
-    def _on_tasks_cancel(self, req: Request) -> Task | Coroutine[Any, Any, Task]:
+    def _on_tasks_cancel(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks("cancel")
         task_id = self._task_id_param(req)
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:
-            return registry.cancel_now(self.context, task_id)
+            return registry.cancel_now(self.context, task_id).wire()
         return registry.cancel(self.context, task_id)

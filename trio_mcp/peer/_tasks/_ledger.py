@@ -18,7 +18,7 @@ from typing import Any, Final
 import trio
 
 from ..._errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_LIMIT, McpError
-from .._messages import ErrorData, Task, TaskStatus, related_task_meta
+from .._messages import ErrorData, TaskStatus, related_task_meta
 from ._actor import TaskActor
 from ._connection import TaskConnection
 from ._limits import RateLimiter, TaskLimits
@@ -136,9 +136,11 @@ class TaskLedger:
     def _announce(self, actor: TaskActor) -> None:
         if not actor.is_announced:
             return
-        params = actor.record.snapshot()
-        for peer in self._peers.get(actor.record.owner, ()):
-            peer.notify_soon("notifications/tasks/status", params)
+        peers = self._peers.get(actor.record.owner)
+        if peers:
+            params = actor.record.wire()  # one dict for every peer: none changes it
+            for peer in peers:
+                peer.notify_soon("notifications/tasks/status", params)
 
     def finish(self, actor: TaskActor, outcome: TaskOutcome) -> None:
         if actor.record.status.is_terminal:
@@ -213,11 +215,14 @@ class TaskLedger:
             audit.warning("task refused context=%s reason=live-cap", owner)
             raise McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
 
-    def get_now(self, owner: str, task_id: str) -> Task:
-        """:meth:`get` from the local store, without waiting for it to be durable."""
+    def get_now(self, owner: str, task_id: str) -> TaskRecord:
+        """:meth:`get` from the local store, without waiting for it to be durable.
+
+        Returns the record: its ``wire()`` is the answer.
+        """
         record = self.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record
 
     def result_now(self, owner: str, task_id: str) -> dict[str, Any] | None:
         """:meth:`result` of a task already terminal in the local store; ``None`` if it is not."""
@@ -226,8 +231,11 @@ class TaskLedger:
             return None
         return final_result(record)
 
-    def cancel_now(self, owner: str, task_id: str) -> Task:
-        """:meth:`cancel` in the local store, without waiting for it to be durable."""
+    def cancel_now(self, owner: str, task_id: str) -> TaskRecord:
+        """:meth:`cancel` in the local store, without waiting for it to be durable.
+
+        Returns the record: its ``wire()`` is the answer.
+        """
         record = self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
@@ -236,7 +244,7 @@ class TaskLedger:
             self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE)
             actor.scope.cancel()
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record
 
     def lookup(self, owner: str, task_id: str) -> TaskRecord:
         """Return ``owner``'s task ``task_id``.

@@ -270,9 +270,9 @@ class TaskRegistry(TaskLedger):
                 when the store is unavailable.
         """
         if self.cluster is None:
-            task = self.get_now(owner, task_id)
+            record = self.get_now(owner, task_id)
             await self.settle()  # a status is told only once it is durable
-            return task
+            return record.snapshot()
         record = await self.cluster.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
         return record.snapshot()
@@ -332,9 +332,9 @@ class TaskRegistry(TaskLedger):
         """
         cluster = self.cluster
         if cluster is None:
-            task = self.cancel_now(owner, task_id)
+            record = self.cancel_now(owner, task_id)
             await self.settle()
-            return task
+            return record.snapshot()
         record = await cluster.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)

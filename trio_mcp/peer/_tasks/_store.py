@@ -35,6 +35,24 @@ class TaskRecord:
     status_message: str | None = None
     outcome: TaskOutcome | None = None
 
+    def wire(self) -> dict[str, Any]:
+        """The record as a wire ``Task`` object: ``to_wire(self.snapshot())``, built directly.
+
+        For the hot paths (every CreateTaskResult, status notification,
+        ``tasks/get`` and ``tasks/cancel`` answer); a fresh dict each call.
+        """
+        wire: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status.value,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.last_updated_at,
+            "ttl": self.ttl,
+        }
+        if self.status_message is not None:
+            wire["statusMessage"] = self.status_message
+        wire["pollInterval"] = self.poll_interval
+        return wire
+
     def snapshot(self) -> Task:
         """The record as a wire ``Task``."""
         return Task(
@@ -132,6 +150,7 @@ class MemoryTaskStore:
 
 
 _last_iso: tuple[int, str] = (-1, "")
+_last_second: tuple[int, str] = (-1, "")
 
 
 def now_iso() -> str:
@@ -140,13 +159,17 @@ def now_iso() -> str:
     Formatted once per millisecond: creating or cancelling thousands of tasks
     reads the clock thousands of times within the same millisecond.
     """
-    global _last_iso
+    global _last_iso, _last_second
     ms = time.time_ns() // 1_000_000
-    if ms != _last_iso[0]:
-        seconds, millis = divmod(ms, 1000)
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
-        _last_iso = (ms, text)
-    return _last_iso[1]
+    last = _last_iso
+    if ms == last[0]:
+        return last[1]
+    seconds, millis = divmod(ms, 1000)
+    if seconds != _last_second[0]:
+        _last_second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    text = f"{_last_second[1]}.{millis:03d}Z"
+    _last_iso = (ms, text)
+    return text
 
 
 def wall_expiry(deadline: float) -> float | None:

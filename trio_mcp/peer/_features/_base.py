@@ -172,6 +172,8 @@ class PeerCore:
         self.instructions: str | None = None
         #: What this side declared in the handshake: fixed for the connection.
         self.declared_capabilities: ClientCapabilities | ServerCapabilities | None = None
+        #: Method -> whether this side hosts it as a task, once declared (see ``hosts``).
+        self.hosted: dict[str, bool] = {}
         self.task_waiters = StatusWaiters()
         self.session.on_close.append(self.task_waiters.close)
 

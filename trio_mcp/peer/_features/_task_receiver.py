@@ -87,12 +87,20 @@ def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
     result: dict[str, Any] = {"task": actor.record.wire()}
     if result_meta is not None:
         result["_meta"] = result_meta
-    return Reply(result, actor.announced.set)
+    return Reply(result, actor.launch)  # = actor.announced.set
 
 
 def hosts(peer: PeerCore, method: str) -> bool:
-    """True when this side declared task augmentation for ``method``."""
-    return task_capability(peer.local_capabilities, method)
+    """True when this side declared task augmentation for ``method``.
+
+    Remembered per connection once the handshake fixed the capabilities.
+    """
+    known = peer.hosted.get(method)
+    if known is None:
+        known = task_capability(peer.local_capabilities, method)
+        if peer.declared_capabilities is not None:
+            peer.hosted[method] = known
+    return known
 
 
 _ID_KEYS = frozenset(("taskId", "_meta"))

@@ -165,7 +165,7 @@ class Tools(PeerCore):
             return _tool_failed(spec, exc)
 
     async def _run_tool_wire(
-        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext
+        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
     ) -> dict[str, Any]:
         """:meth:`_run_tool` for a task's work: the result as wire JSON.
 
@@ -344,6 +344,8 @@ class _ToolWork:
         self._arguments = arguments
 
     def __call__(self, actor: TaskActor) -> Awaitable[dict[str, Any]]:
-        ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
+        ctx = None
+        if self._spec.context_param is not None:
+            ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
         arguments, self._arguments = self._arguments, None  # called once per task
         return self._tools._run_tool_wire(self._spec, arguments, ctx)

@@ -10,9 +10,10 @@ import trio
 
 import trio_mcp
 from trio_mcp import TaskStatus
+from trio_mcp.peer._session import open_bus
 
 from .helpers import client_app, connect, example_app, seen_by
-from .raw import open_raw
+from .raw import _MemoryRaw, open_raw
 
 
 async def test_tasks_create_get_result(transport: str) -> None:
@@ -372,3 +373,30 @@ async def test_tasks_registry_observers_see_creation_and_every_change() -> None:
         await handle.wait()
     assert [s for t, s in seen if t == handle.task_id] == [
         TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING, TaskStatus.COMPLETED]
+
+
+async def test_tasks_cancel_is_told_by_its_answer_others_by_notification() -> None:
+    """The connection that sends tasks/cancel learns the new status from the answer;
+    the requestor's other connections (same identity) get notifications/tasks/status."""
+
+    app = example_app()
+    async with app.registry.running(), trio.open_nursery() as nursery:
+        raws = []
+        for _ in range(2):
+            bus, ends = open_bus(context="alice", info={"transport": "memory"})
+            await nursery.start(trio_mcp.Peer(app, bus, trio_mcp.Role.SERVER).run)
+            raw = _MemoryRaw(ends)
+            await raw.initialize()
+            raws.append(raw)
+        canceller, other = raws
+        created = await canceller.request(1, "tools/call", {
+            "name": "park", "arguments": {}, "task": {"ttl": 60_000}})
+        task_id = created["result"]["task"]["taskId"]
+        answer = await canceller.request(2, "tasks/cancel", {"taskId": task_id})
+        assert answer["result"]["status"] == "cancelled"
+        assert await canceller.ping_ok() and await other.ping_ok()
+        notes = {name: [m["params"]["status"] for m in raw.received
+                        if m.get("method") == "notifications/tasks/status"]
+                 for name, raw in (("canceller", canceller), ("other", other))}
+        assert notes == {"canceller": [], "other": ["cancelled"]}
+        nursery.cancel_scope.cancel()

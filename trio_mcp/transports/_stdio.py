@@ -12,14 +12,13 @@ server's stdin, wait, then SIGTERM, wait, then SIGKILL.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -28,7 +27,6 @@ import trio
 from .._errors import INVALID_REQUEST
 from .._util import unwrap_group
 from ..peer import (
-    WAKE_WRITER,
     App,
     BusEnds,
     Implementation,
@@ -38,22 +36,21 @@ from ..peer import (
     Role,
     Undecodable,
     decode_message,
-    encode_for_wire,
     open_bus,
 )
 from ._client import INIT_TIMEOUT, interrupt_wins, open_client_peer
 from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
+from ._pipes import READ_SIZE, DirectWriter, encode_line, fd_reader, fd_writer
 
 log = logging.getLogger("trio_mcp.transports")
 
 #: Seconds to wait at each step of closing a server process.
 SHUTDOWN_GRACE: Final = 2.0
-_READ_SIZE: Final = 65_536
 #: Most messages, and bytes, joined into one write when several are queued.
 _WRITE_BATCH: Final = 256
 _WRITE_BATCH_BYTES: Final = 1 << 20
-#: Answers to pipelined requests joined into one write (see _DirectWriter).
-_FLUSH_EVERY: Final = 64
+#: Answers to pipelined requests joined into one write (see DirectWriter).
+FLUSH_EVERY: Final = 64
 
 
 async def run_stream_transport(
@@ -72,7 +69,7 @@ async def run_stream_transport(
 
     Cancellation: stops both directions and closes ``send``.
     """
-    direct = _DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
+    direct = DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_read_lines, receive, ends, max_line, direct)
         await _write_lines(send, ends, direct)
@@ -85,19 +82,19 @@ async def _read_lines(
     receive: trio.abc.ReceiveStream,
     ends: BusEnds,
     max_line: int,
-    direct: _DirectWriter | None = None,
+    direct: DirectWriter | None = None,
 ) -> None:
     buffer = LineBuffer(max_line)
-    read = _fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
+    read = fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
     shortcuts = ends.shortcuts
     async with ends.to_peer as to_peer:
         try:
             while True:
-                data = await (read() if read is not None else receive.receive_some(_READ_SIZE))
+                data = await (read() if read is not None else receive.receive_some(READ_SIZE))
                 items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
                 # Several messages in one read (a pipelining peer): their
-                # answers are joined into writes of up to _FLUSH_EVERY
-                # messages (see _DirectWriter.flush).
+                # answers are joined into writes of up to FLUSH_EVERY
+                # messages (see DirectWriter.flush).
                 burst = direct is not None and len(items) > 1
                 try:
                     for item in items:
@@ -139,9 +136,9 @@ async def _read_lines(
 
 
 async def _write_lines(
-    send: trio.abc.SendStream, ends: BusEnds, direct: _DirectWriter | None = None
+    send: trio.abc.SendStream, ends: BusEnds, direct: DirectWriter | None = None
 ) -> None:
-    write = _fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
+    write = fd_writer(send) if isinstance(send, trio.lowlevel.FdStream) else send.send_all
     shortcuts = ends.shortcuts
     if direct is not None:
         shortcuts.write_now = direct.write_now
@@ -154,7 +151,7 @@ async def _write_lines(
                     msg = from_peer.receive_nowait()
                 except trio.WouldBlock:
                     if direct is not None:
-                        direct.idle = True  # see _DirectWriter.write_now
+                        direct.idle = True  # see DirectWriter.write_now
                     try:
                         msg = await from_peer.receive()
                     except trio.EndOfChannel:
@@ -171,7 +168,7 @@ async def _write_lines(
                         await send.send_all(rest)
                 # Everything already queued goes out in one write.
                 chunks: list[bytes] = []
-                size = _encode_line(msg, chunks)
+                size = encode_line(msg, chunks)
                 for _ in range(_WRITE_BATCH - 1):
                     if size >= _WRITE_BATCH_BYTES:
                         break
@@ -179,7 +176,7 @@ async def _write_lines(
                         msg = from_peer.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                    size += _encode_line(msg, chunks)
+                    size += encode_line(msg, chunks)
                 if chunks:
                     await write(b"".join(chunks))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -189,150 +186,6 @@ async def _write_lines(
             shortcuts.write_now = None
         with trio.CancelScope(shield=True):
             await send.aclose()
-
-
-class _DirectWriter:
-    """The bus's ``write_now`` shortcut for a pipe: the sender's task writes its message.
-
-    Only while the writer task waits on an empty bus, so every message
-    before this one is already written in full: then the message is encoded
-    and written with one non-blocking ``os.write``, saving the writer task's
-    scheduler pass. A partial write leaves the rest in :attr:`leftover` and
-    wakes the writer, which writes it before anything else.
-
-    While :attr:`burst` (set by the reader as it dispatches several messages
-    from one read), messages are collected instead and written together by
-    :meth:`flush`, every :data:`_FLUSH_EVERY` messages and when the read is
-    dispatched: fewer writes, yet the other side starts on the first answers
-    while this side works on the rest (one write of all 200 answers to 200
-    pipelined requests made each side wait for the other).
-    """
-
-    __slots__ = ("_pending", "_stream", "_wake", "burst", "idle", "leftover")
-
-    def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
-        self._stream = stream
-        #: Set by the bus's sender side: how to wake the writer (see write_now).
-        self._wake = ends.shortcuts.wake_writer
-        self.leftover = b""
-        self.burst = False
-        #: Set by the writer task while it waits on an empty bus.
-        self.idle = False
-        self._pending: list[bytes] = []
-
-    def write_now(self, msg: Message) -> bool:
-        # idle: the writer waits on an empty bus. A refusal clears it: the
-        # message then goes on the bus, and nothing may overtake it.
-        if not self.idle or self.leftover:
-            self.idle = False
-            return False
-        if self._stream.fileno() < 0:
-            return False
-        data = encode_for_wire(msg)
-        if data is None:
-            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
-            return True
-        self._pending.append(data)
-        self._pending.append(b"\n")
-        if not self.burst:
-            self.flush()
-        return True
-
-    def full(self) -> bool:
-        """True when :data:`_FLUSH_EVERY` messages wait for :meth:`flush`."""
-        return len(self._pending) >= 2 * _FLUSH_EVERY
-
-    def flush(self) -> None:
-        """Write the collected messages now (the rest, if the pipe is full, by the writer)."""
-        self.burst = False
-        if not self._pending:
-            return
-        data = b"".join(self._pending)
-        self._pending.clear()
-        try:
-            sent = os.write(self._stream.fileno(), data)
-        except OSError:  # full (BlockingIOError) or broken: the writer sees to it
-            sent = 0
-        if sent < len(data):
-            self.leftover = data[sent:]
-            self._wake()
-
-    def take_unwritten(self) -> bytes:
-        """What was handed over but not yet written: the writer writes it first."""
-        if self._pending:
-            self.flush()
-        rest, self.leftover = self.leftover, b""
-        return rest
-
-
-def _encode_line(msg: Message, chunks: list[bytes]) -> int:
-    """Append ``msg`` as one line to ``chunks``; return the bytes added."""
-    if msg is WAKE_WRITER:
-        return 0
-    data = encode_for_wire(msg)
-    if data is None:
-        log.error("dropped a message that cannot be encoded as JSON: %r", msg)
-        return 0
-    chunks.append(data)
-    chunks.append(b"\n")
-    return len(data) + 1
-
-
-# Pipes (trio FdStream) are read and written directly: FdStream's
-# receive_some/send_all begin with a schedule point, which costs a scheduler
-# pass per message on the hot path. Here the reader yields once per read (it
-# waits for the pipe to be readable after a short read, which drained it, and
-# takes a plain schedule point after a full one, so a flood of input cannot
-# starve the other tasks), and the writer's only schedule point is its wait
-# on the bus; both stay cancellable.
-
-
-def _fd_reader(stream: trio.lowlevel.FdStream) -> Callable[[], Awaitable[bytes]]:
-    drained = False  # the last read was short: wait for data before reading
-
-    async def read() -> bytes:
-        nonlocal drained
-        while True:
-            fd = stream.fileno()
-            if fd < 0:
-                raise trio.ClosedResourceError("file was already closed")
-            if drained:
-                await trio.lowlevel.wait_readable(fd)
-            else:
-                await trio.lowlevel.checkpoint()
-            fd = stream.fileno()
-            try:
-                data = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                drained = True
-                continue
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("file was already closed") from None
-                raise trio.BrokenResourceError from exc
-            drained = len(data) < _READ_SIZE
-            return data
-
-    return read
-
-
-def _fd_writer(stream: trio.lowlevel.FdStream) -> Callable[[bytes], Awaitable[None]]:
-    async def write(data: bytes) -> None:
-        fd = stream.fileno()
-        if fd < 0:
-            raise trio.ClosedResourceError("file was already closed")
-        try:
-            sent = os.write(fd, data)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            if exc.errno == errno.EBADF:
-                raise trio.ClosedResourceError("file was already closed") from None
-            raise trio.BrokenResourceError from exc
-        if sent < len(data):
-            await stream.send_all(memoryview(data)[sent:])
-
-    return write
 
 
 @asynccontextmanager

@@ -180,5 +180,5 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:
-            return registry.cancel_now(self.context, task_id).wire()
-        return registry.cancel(self.context, task_id)
+            return registry.cancel_now(self.context, task_id, self).wire()
+        return registry.cancel(self.context, task_id, self)

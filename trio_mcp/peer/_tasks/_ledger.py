@@ -88,7 +88,14 @@ class TaskLedger:
 
     # --- transitions ------------------------------------------------------------------
 
-    def transition(self, actor: TaskActor, event: TaskEvent, message: str | None = None) -> bool:
+    def transition(
+        self,
+        actor: TaskActor,
+        event: TaskEvent,
+        message: str | None = None,
+        *,
+        told: TaskConnection | None = None,
+    ) -> bool:
         record = actor.record
         if self._actors.get(record.task_id) is not actor:
             # The task expired and was deleted (the table's ``None`` status):
@@ -121,7 +128,7 @@ class TaskLedger:
             self.mirror.written(record)
         self._notify_observers(record)
         audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
-        self._announce(actor)
+        self._announce(actor, told)
         if status.is_terminal:
             actor.mark_done()
         return True
@@ -133,14 +140,17 @@ class TaskLedger:
             except Exception:
                 log.exception("task observer failed")
 
-    def _announce(self, actor: TaskActor) -> None:
+    def _announce(self, actor: TaskActor, told: TaskConnection | None = None) -> None:
+        """Status notification to the requestor's connections but ``told`` (which learns
+        the status from its own answer, e.g. ``tasks/cancel``: the MAY would repeat it)."""
         if not actor.is_announced:
             return
         peers = self._peers.get(actor.record.owner)
         if peers:
             params = actor.record.wire()  # one dict for every peer: none changes it
             for peer in peers:
-                peer.notify_soon("notifications/tasks/status", params)
+                if peer is not told:
+                    peer.notify_soon("notifications/tasks/status", params)
 
     def finish(self, actor: TaskActor, outcome: TaskOutcome) -> None:
         if actor.record.status.is_terminal:
@@ -216,10 +226,7 @@ class TaskLedger:
             raise McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
 
     def get_now(self, owner: str, task_id: str) -> TaskRecord:
-        """:meth:`get` from the local store, without waiting for it to be durable.
-
-        Returns the record: its ``wire()`` is the answer.
-        """
+        """:meth:`get` from the local store, not waiting to be durable: the record."""
         record = self.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
         return record
@@ -231,17 +238,17 @@ class TaskLedger:
             return None
         return final_result(record)
 
-    def cancel_now(self, owner: str, task_id: str) -> TaskRecord:
-        """:meth:`cancel` in the local store, without waiting for it to be durable.
-
-        Returns the record: its ``wire()`` is the answer.
-        """
+    def cancel_now(
+        self, owner: str, task_id: str, requestor: TaskConnection | None = None
+    ) -> TaskRecord:
+        """:meth:`cancel` in the local store, not waiting to be durable: the record
+        (``requestor``, the connection asking, gets no status notification of it)."""
         record = self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
         actor = self._actors.get(task_id)
         if actor is not None:
-            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE)
+            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE, told=requestor)
             actor.scope.cancel()
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record

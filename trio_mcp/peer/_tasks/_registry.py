@@ -323,8 +323,13 @@ class TaskRegistry(TaskLedger):
         audit.debug("tasks listed context=%s count=%d", owner, len(tasks))
         return tasks, next_cursor
 
-    async def cancel(self, owner: str, task_id: str) -> Task:
+    async def cancel(
+        self, owner: str, task_id: str, requestor: TaskConnection | None = None
+    ) -> Task:
         """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it runs).
+
+        ``requestor`` (the connection asking) learns the status from the
+        answer: it gets no status notification of it.
 
         Raises:
             McpError: -32602 for an unknown task or one already terminal;
@@ -332,7 +337,7 @@ class TaskRegistry(TaskLedger):
         """
         cluster = self.cluster
         if cluster is None:
-            record = self.cancel_now(owner, task_id)
+            record = self.cancel_now(owner, task_id, requestor)
             await self.settle()
             return record.snapshot()
         record = await cluster.lookup(owner, task_id)
@@ -340,7 +345,7 @@ class TaskRegistry(TaskLedger):
             raise already_terminal(record)
         actor = self._actors.get(task_id)
         if actor is not None:
-            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE)
+            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE, told=requestor)
             actor.scope.cancel()
             await self.settle()
         else:

@@ -70,6 +70,8 @@ class Server:
     #: (tool name, arguments) of the zero-length task and of the running task.
     noop: tuple[str, dict[str, Any]] = ("noop", {})
     park: tuple[str, dict[str, Any]] = ("park", {})
+    #: The plain workloads' tool (``--echo-tool`` changes trio-mcp's).
+    echo: str = "echo"
     workloads: tuple[str, ...] = WORKLOADS
     missing: str | None = None
     tasks: int | None = None  # overrides --tasks
@@ -266,20 +268,25 @@ class Client:
 ECHO = ("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
 
 
+def _echo(s: Server) -> tuple[str, dict[str, Any]]:
+    return ("tools/call", {"name": s.echo, "arguments": {"text": "hello"}})
+
+
 def _task_id(result: dict[str, Any]) -> str:
     return str(result["task"]["taskId"])
 
 
 def plain_seq(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
+    echo = _echo(s)
     for _ in range(p["warmup"]):
-        c.call(*ECHO)
+        c.call(*echo)
     lat: list[float] = []
     cpu0 = c.cpu()
     start = time.perf_counter()
     deadline = start + p["duration"]
     while True:
         t0 = time.perf_counter()
-        c.call(*ECHO)
+        c.call(*echo)
         t1 = time.perf_counter()
         lat.append(t1 - t0)
         if t1 >= deadline:
@@ -291,11 +298,12 @@ def plain_seq(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
 
 
 def plain_200(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
+    echo = _echo(s)
     for _ in range(p["warmup"]):
-        c.call(*ECHO)
+        c.call(*echo)
     cpu0 = c.cpu()
     start = time.perf_counter()
-    ops = c.pipelined(10**9, p["window"], lambda i: ECHO,
+    ops = c.pipelined(10**9, p["window"], lambda i: echo,
                       deadline=start + p["duration"])
     elapsed = time.perf_counter() - start
     return {"rate": ops / elapsed, "server_cpu_us": (c.cpu() - cpu0) / ops * 1e6}
@@ -334,7 +342,7 @@ def tasks(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
     window = p["window"]
     name, args = s.park
     for _ in range(p["warmup"]):
-        c.call(*ECHO)
+        c.call(*_echo(s))
     time.sleep(0.2)
     rss0 = c.rss()
     ids = [""] * n
@@ -525,6 +533,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=WORKLOADS)
     parser.add_argument("--servers", help="comma-separated keys: trio,ts,mcp130,floor")
     parser.add_argument("--trio-server", choices=("example", "bench"), default="example")
+    parser.add_argument("--echo-tool", default="echo",
+                        help="trio-mcp's tool for the plain workloads (bench server: "
+                             "echo_async, an async def echo)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     parser.add_argument("--json", metavar="PATH", help="write every raw result to PATH")
     parser.add_argument("--from-json", metavar="PATH",
@@ -544,6 +555,9 @@ def main(argv: list[str] | None = None) -> int:
              "gets": 10}
         args.reps, args.tasks_mcp = 1, 50
     srvs = servers(p["tasks"], args.tasks_mcp, args.trio_server)
+    for srv in srvs:
+        if srv.key == "trio":
+            srv.echo = args.echo_tool
     if args.servers:
         keep = set(args.servers.split(","))
         srvs = [s for s in srvs if s.key in keep]

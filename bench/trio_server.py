@@ -31,6 +31,11 @@ def build_app() -> trio_mcp.App:
         """Return the text."""
         return text
 
+    @app.tool()
+    async def echo_async(text: str) -> str:
+        """Return the text (an async tool: a Trio task per call)."""
+        return text
+
     @app.tool(task_support="optional")
     async def noop() -> str:
         """Finish at once."""

@@ -146,10 +146,16 @@ async def test_must_begin_working_and_only_valid_transitions() -> None:
             for h in handles[:2]:
                 await h.wait()
     history: dict[str, list[str]] = {}
-    for w, _ in wire.sent:
+    for w, method in wire.sent:
         if w.get("method") == "notifications/tasks/status":
-            history.setdefault(w["params"]["taskId"], ["working"]).append(w["params"]["status"])
+            task = w["params"]
+        elif method == "tasks/cancel" and "result" in w:
+            task = w["result"]  # the canceller learns its change from the answer
+        else:
+            continue
+        history.setdefault(task["taskId"], ["working"]).append(task["status"])
     assert len(history) == 3
+    assert history[handles[2].task_id] == ["working", "cancelled"]
     for statuses in history.values():
         for a, b in zip(statuses, statuses[1:], strict=False):
             assert (a, b) in legal, statuses

@@ -90,3 +90,30 @@ async def test_stdio_pipes_eof_ends_the_incoming_stream() -> None:
         items = [item async for item in bus.incoming]
         assert items == [Notification("a"), Notification("b")]
         nursery.cancel_scope.cancel()
+
+
+async def test_stdio_pipes_write_soon_never_overtakes_the_bus() -> None:
+    """Answers collected with write_soon go out before what is queued after them, and
+    once anything went to the bus (a write_now refused) nothing more is collected."""
+    from trio_mcp.peer._messages._jsonrpc import Response
+    from trio_mcp.transports._pipes import DirectWriter
+
+    read_end, write_end = _pipe()
+    _bus, ends = open_bus()
+    direct = DirectWriter(write_end, ends)
+    direct.idle = True  # as the writer task sets it while it waits on an empty bus
+    assert direct.write_soon(Response(1, {}))  # opens a collection, wakes the writer
+    assert not direct.idle
+    assert not direct.write_now(Notification("notifications/progress", {}))  # to the bus
+    assert not direct.write_soon(Response(2, {}))  # must not jump ahead of it
+    assert direct.take_unwritten() == b""  # the writer's pass writes the collection first
+    data = os.read(read_end.fileno(), 65536)
+    assert data == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    direct.idle = True  # the writer waits again
+    for i in range(64):  # a full collection is written at once, in order
+        assert direct.write_soon(Response(i, {}))
+    data = os.read(read_end.fileno(), 1 << 20)
+    assert [line[:20] for line in data.splitlines()] == [
+        f'{{"jsonrpc":"2.0","id":{i},'.encode()[:20] for i in range(64)]
+    await read_end.aclose()
+    await write_end.aclose()

@@ -42,7 +42,7 @@ class DirectWriter:
     pipelined requests made each side wait for the other).
     """
 
-    __slots__ = ("_pending", "_stream", "_wake", "burst", "idle", "leftover")
+    __slots__ = ("_pending", "_soon", "_stream", "_wake", "burst", "idle", "leftover")
 
     def __init__(self, stream: trio.lowlevel.FdStream, ends: BusEnds) -> None:
         self._stream = stream
@@ -52,13 +52,16 @@ class DirectWriter:
         self.burst = False
         #: Set by the writer task while it waits on an empty bus.
         self.idle = False
+        #: A write_soon collection is open (the writer was woken for it).
+        self._soon = False
         self._pending: list[bytes] = []
 
     def write_now(self, msg: Message) -> bool:
-        # idle: the writer waits on an empty bus. A refusal clears it: the
-        # message then goes on the bus, and nothing may overtake it.
+        # idle: the writer waits on an empty bus. A refusal clears it (and
+        # closes a write_soon collection): the message then goes on the bus,
+        # and nothing may overtake it.
         if not self.idle or self.leftover:
-            self.idle = False
+            self.idle = self._soon = False
             return False
         if self._stream.fileno() < 0:
             return False
@@ -70,6 +73,28 @@ class DirectWriter:
         self._pending.append(b"\n")
         if not self.burst:
             self.flush()
+        return True
+
+    def write_soon(self, msg: Message) -> bool:
+        """Collect ``msg`` for the writer's next pass (woken once for the lot).
+
+        Only while nothing is queued on the bus ahead of the collection: the
+        writer writes what was collected before anything on the bus.
+        """
+        if not self._soon:
+            if not self.idle or self.leftover or self._stream.fileno() < 0:
+                return False
+            self.idle = False
+            self._soon = True
+            self._wake()
+        data = encode_for_wire(msg)
+        if data is None:
+            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+            return True
+        self._pending.append(data)
+        self._pending.append(b"\n")
+        if self.full():
+            self.flush()  # the other side starts on these meanwhile (see flush)
         return True
 
     def full(self) -> bool:
@@ -93,6 +118,7 @@ class DirectWriter:
 
     def take_unwritten(self) -> bytes:
         """What was handed over but not yet written: the writer writes it first."""
+        self._soon = False
         if self._pending:
             self.flush()
         rest, self.leftover = self.leftover, b""

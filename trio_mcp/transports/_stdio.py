@@ -142,6 +142,7 @@ async def _write_lines(
     shortcuts = ends.shortcuts
     if direct is not None:
         shortcuts.write_now = direct.write_now
+        shortcuts.write_soon = direct.write_soon
     try:
         async with ends.from_peer as from_peer:
             while True:
@@ -183,7 +184,7 @@ async def _write_lines(
         pass
     finally:
         if shortcuts.write_now is not None and direct is not None:
-            shortcuts.write_now = None
+            shortcuts.write_now = shortcuts.write_soon = None
         with trio.CancelScope(shield=True):
             await send.aclose()
 

@@ -51,6 +51,10 @@ class Shortcuts:
 
     deliver: Callable[[Incoming], bool] | None = None
     write_now: Callable[[Message], bool] | None = None
+    #: Like ``write_now``, for a sender that expects more messages in the
+    #: same scheduler pass (answers to pipelined requests): collects the
+    #: message, and the writer's next pass writes all collected at once.
+    write_soon: Callable[[Message], bool] | None = None
     #: Put :data:`WAKE_WRITER` on ``outgoing`` (for a ``write_now`` that left
     #: part of a message unwritten); set by :func:`open_bus`.
     wake_writer: Callable[[], None] = lambda: None

@@ -180,22 +180,28 @@ class Outbound:
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             raise ConnectionClosed("the connection is closed") from exc
 
-    def try_send(self, msg: Message, method: str | None = None) -> bool:
+    def try_send(self, msg: Message, method: str | None = None, *, soon: bool = False) -> bool:
         """Put one message on the bus if that needs no wait; ``False`` if it would.
 
         It would wait while the bus is full, or while queued notifications
-        must leave first. Nothing goes out once the connection is closed (then
-        ``True``: there is nothing to wait for).
+        must leave first. ``soon``: the sender expects more messages in the
+        same scheduler pass (see ``Shortcuts.write_soon``). Nothing goes out
+        once the connection is closed (then ``True``: nothing to wait for).
         """
         if self._closed:
             return True
         if self._queued_notes:
             return False
         # Straight onto the bus (or the wire, when the transport's writer
-        # is idle), in order with everything sent before.
-        write_now = self.bus.shortcuts.write_now
+        # is idle), in order with everything sent before; ``soon``: joined
+        # with what else is sent before the writer's next pass.
+        shortcuts = self.bus.shortcuts
+        write_soon = shortcuts.write_soon if soon else None
+        write_now = shortcuts.write_now
         try:
-            if write_now is None or not write_now(msg):
+            if not (write_soon is not None and write_soon(msg)) and (
+                write_now is None or not write_now(msg)
+            ):
                 self.bus.outgoing.send_nowait(msg)
         except trio.WouldBlock:
             return False

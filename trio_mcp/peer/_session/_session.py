@@ -341,8 +341,11 @@ class Session(Outbound):
         self.uncancellable.discard(req.id)
         self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
         try:
-            if reply is not None and not scope.cancelled_caught:
-                # A request the peer cancelled is never answered.
+            # A request the peer cancelled is never answered. With other
+            # requests in flight, answers are joined into one write.
+            if reply is not None and not scope.cancelled_caught and not (
+                self._inflight and self.try_send(reply, req.method, soon=True)
+            ):
                 await self.send(reply, req.method)
         except ConnectionClosed:
             pass

@@ -115,5 +115,10 @@ async def test_stdio_pipes_write_soon_never_overtakes_the_bus() -> None:
     data = os.read(read_end.fileno(), 1 << 20)
     assert [line[:20] for line in data.splitlines()] == [
         f'{{"jsonrpc":"2.0","id":{i},'.encode()[:20] for i in range(64)]
+    # A full pipe (an unwritten rest) ends collecting: the bus's backpressure takes over.
+    direct.idle = True
+    direct.leftover = b"rest"
+    assert not direct.write_soon(Response(99, {})) and not direct.write_now(Response(99, {}))
+    assert direct.take_unwritten() == b"rest"
     await read_end.aclose()
     await write_end.aclose()

@@ -81,8 +81,11 @@ class DirectWriter:
         Only while nothing is queued on the bus ahead of the collection: the
         writer writes what was collected before anything on the bus.
         """
+        if self.leftover:  # the pipe is full: the bus, and its backpressure, from here
+            self.idle = self._soon = False
+            return False
         if not self._soon:
-            if not self.idle or self.leftover or self._stream.fileno() < 0:
+            if not self.idle or self._stream.fileno() < 0:
                 return False
             self.idle = False
             self._soon = True
@@ -108,6 +111,9 @@ class DirectWriter:
             return
         data = b"".join(self._pending)
         self._pending.clear()
+        if self.leftover:  # behind what is still unwritten: the writer writes both
+            self.leftover += data
+            return
         try:
             sent = os.write(self._stream.fileno(), data)
         except OSError:  # full (BlockingIOError) or broken: the writer sees to it

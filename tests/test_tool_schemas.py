@@ -460,3 +460,49 @@ async def test_tool_schemas_list_any_of_content_blocks_is_sent_as_content() -> N
         result = await client.call_tool("picture")
         assert not result.is_error and result.structured_content is None
         assert [type(block).__name__ for block in result.content] == ["TextContent", "ImageContent"]
+
+
+# --- inline tools: a plain def run on the event loop -------------------------------------
+
+
+async def test_tool_schemas_inline_tool_runs_on_the_event_loop_without_a_task() -> None:
+    """inline=True: the function runs in the Trio thread, in the task that read the
+    request (no worker thread, no task of its own); as a task it runs in the actor."""
+    app = trio_mcp.App("inline")
+    where: list[tuple[bool, str]] = []
+
+    @app.tool(inline=True, task_support="optional")
+    def add(a: int, b: int) -> int:
+        """Add, right here."""
+        task = trio.lowlevel.current_task().name
+        where.append((threading.current_thread() is threading.main_thread(), task))
+        return a + b
+
+    @app.tool(inline=True)
+    def broken() -> str:
+        """Fail."""
+        raise ValueError("no luck")
+
+    async with trio_mcp.open_memory_pair(app) as (client, _):
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result.structured_content == {"result": 5} and not result.is_error
+        bad = await client.call_tool("add", {"a": "x", "b": 3})
+        assert bad.is_error and "argument 'a'" in bad.content[0].text  # type: ignore[union-attr]
+        failed = await client.call_tool("broken")
+        assert failed.is_error and "ValueError: no luck" in failed.content[0].text  # type: ignore[union-attr]
+        handle = await client.call_tool_task("add", {"a": 1, "b": 1})
+        assert (await handle.result()).structured_content == {"result": 2}
+    (on_loop, plain_task), (in_actor, actor_task) = where
+    assert on_loop and in_actor
+    assert "tools/call" not in plain_task  # not a request task (those are named by method)
+    assert actor_task == "trio_mcp.TaskActor.run"
+
+
+def test_tool_schemas_inline_is_for_plain_functions_only() -> None:
+    app = trio_mcp.App("inline")
+
+    async def coro() -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="inline=True is for plain def tools"):
+        app.tool(inline=True)(coro)

@@ -2,10 +2,12 @@
 
 One receive loop takes each incoming message and ``match``-es on its class:
 
-* a :class:`Request` is looked up in :attr:`Session.request_handlers` and runs
-  in its own Trio task under its own cancel scope (so
-  ``notifications/cancelled`` can stop it); the one place that turns a
-  handler's outcome into a wire answer is :meth:`Session._serve`;
+* a :class:`Request` with an :attr:`Session.immediate_handlers` entry is
+  answered right there, in the dispatching task (no Trio task), unless its
+  handler returns a coroutine because it must wait; any other (from
+  :attr:`Session.request_handlers`) runs in its own Trio task under its own
+  cancel scope, so ``notifications/cancelled`` can stop it. Handler outcomes
+  become wire answers in one place, ``_answer`` and ``_failure``;
 * a :class:`Notification` is dispatched at once through
   :attr:`Session.notification_handlers` (it never blocks); the session itself
   owns only the JSON-RPC-level ones, cancellation and progress;

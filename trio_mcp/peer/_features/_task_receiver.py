@@ -9,7 +9,7 @@ is checked against the requestor's context and rate limit.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._errors import METHOD_NOT_FOUND, McpError
 from .._messages import (
@@ -25,6 +25,8 @@ from .._messages import (
 from .._session import Reply
 from .._tasks import TaskActor
 from ._base import AppView, PeerCore
+
+T = TypeVar("T")
 
 
 async def create_task(
@@ -42,44 +44,45 @@ async def create_task(
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
     """
-    registry = peer.app.registry
-    registry.check_rate(peer.context)
-    actor = await registry.create(
-        peer.context,
-        req.method,
-        work,
-        requested_ttl=task.ttl,
-        origin=peer,
-        progress_token=_progress_token(request_meta),
-    )
+    actor = await _create(peer, req, task, request_meta, work, peer.app.registry.create)
     return _created(actor, result_meta)
 
 
-def create_task_now(
+def accept_task(
     peer: PeerCore,
     req: Request,
     task: TaskMetadata,
     request_meta: dict[str, Any] | None,
     work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
     result_meta: dict[str, Any] | None = None,
-) -> Reply:
-    """:func:`create_task` without waiting: only when ``registry.immediate``."""
+) -> Reply | Coroutine[Any, Any, Reply]:
+    """:func:`create_task` for an immediate handler: the reply now when the store needs
+    no wait (``registry.immediate``), else the coroutine of :func:`create_task`."""
     registry = peer.app.registry
-    registry.check_rate(peer.context)
-    actor = registry.create_now(
+    if not registry.immediate:
+        return create_task(peer, req, task, request_meta, work, result_meta)
+    return _created(_create(peer, req, task, request_meta, work, registry.create_now), result_meta)
+
+
+def _create(
+    peer: PeerCore,
+    req: Request,
+    task: TaskMetadata,
+    request_meta: dict[str, Any] | None,
+    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
+    create: Callable[..., T],
+) -> T:
+    """Check the rate, then ``registry.create`` or ``create_now`` with the request's terms."""
+    peer.app.registry.check_rate(peer.context)
+    token = (request_meta or {}).get("progressToken")
+    return create(
         peer.context,
         req.method,
         work,
         requested_ttl=task.ttl,
         origin=peer,
-        progress_token=_progress_token(request_meta),
+        progress_token=token if isinstance(token, str | int) else None,
     )
-    return _created(actor, result_meta)
-
-
-def _progress_token(request_meta: dict[str, Any] | None) -> str | int | None:
-    token = (request_meta or {}).get("progressToken")
-    return token if isinstance(token, str | int) else None
 
 
 def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:

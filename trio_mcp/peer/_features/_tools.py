@@ -37,7 +37,7 @@ from .._session import ProgressCallback
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
-from ._task_receiver import create_task, create_task_now, hosts
+from ._task_receiver import accept_task, hosts
 from ._toolspec import ArgumentError, ToolSpec
 
 log = logging.getLogger("trio_mcp.peer")
@@ -111,8 +111,7 @@ class Tools(PeerCore):
             work = _ToolWork(self, spec, req.id, params.meta, params.arguments)
             immediate = self.app.immediate_response(spec.tool.name)
             meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            create = create_task_now if self.app.registry.immediate else create_task
-            return create(self, req, params.task, params.meta, work, meta)
+            return accept_task(self, req, params.task, params.meta, work, meta)
         ctx = RequestContext(self, req.id, params.meta) if spec.context_param else None
         if spec.inline:
             return self._run_tool_now(spec, params.arguments, ctx)

@@ -121,22 +121,38 @@ _generic_task = converter.get_unstructure_hook(Task)
 _generic_create_result = converter.get_unstructure_hook(CreateTaskResult)
 
 
+def task_wire(
+    task_id: str,
+    status: TaskStatus,
+    created_at: str,
+    last_updated_at: str,
+    ttl: int | None,
+    status_message: str | None,
+    poll_interval: int | None,
+) -> dict[str, Any]:
+    """A ``Task``'s wire JSON (no ``_meta``), as the generated hook writes it, key order too."""
+    wire: dict[str, Any] = {
+        "taskId": task_id,
+        "status": status.value,
+        "createdAt": created_at,
+        "lastUpdatedAt": last_updated_at,
+        "ttl": ttl,
+    }
+    if status_message is not None:
+        wire["statusMessage"] = status_message
+    if poll_interval is not None:
+        wire["pollInterval"] = poll_interval
+    return wire
+
+
 def _unstructure_task(task: Task) -> dict[str, Any]:
     if task.meta is not None or task.extra or type(task.status) is not TaskStatus:
         out: dict[str, Any] = _generic_task(task)
         return out
-    wire: dict[str, Any] = {
-        "taskId": task.task_id,
-        "status": task.status.value,
-        "createdAt": task.created_at,
-        "lastUpdatedAt": task.last_updated_at,
-        "ttl": task.ttl,
-    }
-    if task.status_message is not None:
-        wire["statusMessage"] = task.status_message
-    if task.poll_interval is not None:
-        wire["pollInterval"] = task.poll_interval
-    return wire
+    return task_wire(
+        task.task_id, task.status, task.created_at, task.last_updated_at, task.ttl,
+        task.status_message, task.poll_interval,
+    )
 
 
 def _unstructure_create_result(result: CreateTaskResult) -> dict[str, Any]:

@@ -295,8 +295,9 @@ class Session(Outbound):
             )
             self._reply_soon(ErrorResponse(req.id, error))
             return
-        handler = self.request_handlers.get(req.method)
-        if handler is None and req.method not in self.immediate_handlers:
+        immediate = self.immediate_handlers.get(req.method)
+        handler = self.request_handlers.get(req.method) if immediate is None else None
+        if immediate is None and handler is None:
             error = ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
             self._reply_soon(ErrorResponse(req.id, error))
             return
@@ -305,11 +306,10 @@ class Session(Outbound):
             if refusal is not None:
                 self._reply_soon(ErrorResponse(req.id, refusal))
                 return
-        immediate = self.immediate_handlers.get(req.method)
-        if immediate is None:
-            assert handler is not None
+        if handler is not None:
             work: Awaitable[Any] = handler(req)
         else:
+            assert immediate is not None
             later = _answer_at_once(self, req, immediate)
             if later is None:
                 return

@@ -128,7 +128,7 @@ class TaskLedger:
             self.mirror.written(record)
         self._notify_observers(record)
         audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
-        self._announce(actor, told)
+        _announce(actor, self._peers.get(record.owner), told)
         if status.is_terminal:
             actor.mark_done()
         return True
@@ -139,18 +139,6 @@ class TaskLedger:
                 observer(record)
             except Exception:
                 log.exception("task observer failed")
-
-    def _announce(self, actor: TaskActor, told: TaskConnection | None = None) -> None:
-        """Status notification to the requestor's connections but ``told`` (which learns
-        the status from its own answer, e.g. ``tasks/cancel``: the MAY would repeat it)."""
-        if not actor.is_announced:
-            return
-        peers = self._peers.get(actor.record.owner)
-        if peers:
-            params = actor.record.wire()  # one dict for every peer: none changes it
-            for peer in peers:
-                if peer is not told:
-                    peer.notify_soon("notifications/tasks/status", params)
 
     def finish(self, actor: TaskActor, outcome: TaskOutcome) -> None:
         if actor.record.status.is_terminal:
@@ -246,12 +234,18 @@ class TaskLedger:
         record = self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
-        actor = self._actors.get(task_id)
-        if actor is not None:
-            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE, told=requestor)
-            actor.scope.cancel()
+        self.cancel_actor(task_id, requestor)
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record
+
+    def cancel_actor(self, task_id: str, requestor: TaskConnection | None = None) -> bool:
+        """Cancel a local actor's task (status first, then its scope); False if none here."""
+        actor = self._actors.get(task_id)
+        if actor is None:
+            return False
+        self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE, told=requestor)
+        actor.scope.cancel()
+        return True
 
     def lookup(self, owner: str, task_id: str) -> TaskRecord:
         """Return ``owner``'s task ``task_id``.
@@ -394,3 +388,15 @@ def already_terminal(record: TaskRecord) -> McpError:
     return McpError(
         INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status.value}'"
     )
+
+
+def _announce(
+    actor: TaskActor, peers: list[TaskConnection] | None, told: TaskConnection | None
+) -> None:
+    """Status notification to the requestor's connections but ``told`` (which learns
+    the status from its own answer, e.g. ``tasks/cancel``: the MAY would repeat it)."""
+    if actor.is_announced and peers:
+        params = actor.record.wire()  # one dict for every peer: none changes it
+        for peer in peers:
+            if peer is not told:
+                peer.notify_soon("notifications/tasks/status", params)

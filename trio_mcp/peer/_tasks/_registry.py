@@ -46,7 +46,6 @@ from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._shared import SharedTaskStore
 from ._sqlite import open_task_store
-from ._state import TaskEvent
 from ._store import TaskRecord, TaskStore, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
@@ -343,10 +342,7 @@ class TaskRegistry(TaskLedger):
         record = await cluster.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
-        actor = self._actors.get(task_id)
-        if actor is not None:
-            self.transition(actor, TaskEvent.CANCEL, CANCEL_MESSAGE, told=requestor)
-            actor.scope.cancel()
+        if self.cancel_actor(task_id, requestor):
             await self.settle()
         else:
             # Its actor runs in another process: the stored cancel reaches it.

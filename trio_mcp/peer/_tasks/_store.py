@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeAlias, final
 import attrs
 import trio
 
-from .._messages import ErrorData, Task, TaskStatus
+from .._messages import ErrorData, Task, TaskStatus, task_wire
 
 #: A terminal task's outcome: the result JSON, or the JSON-RPC error.
 TaskOutcome: TypeAlias = dict[str, Any] | ErrorData
@@ -41,17 +41,10 @@ class TaskRecord:
         For the hot paths (every CreateTaskResult, status notification,
         ``tasks/get`` and ``tasks/cancel`` answer); a fresh dict each call.
         """
-        wire: dict[str, Any] = {
-            "taskId": self.task_id,
-            "status": self.status.value,
-            "createdAt": self.created_at,
-            "lastUpdatedAt": self.last_updated_at,
-            "ttl": self.ttl,
-        }
-        if self.status_message is not None:
-            wire["statusMessage"] = self.status_message
-        wire["pollInterval"] = self.poll_interval
-        return wire
+        return task_wire(
+            self.task_id, self.status, self.created_at, self.last_updated_at, self.ttl,
+            self.status_message, self.poll_interval,
+        )
 
     def snapshot(self) -> Task:
         """The record as a wire ``Task``."""

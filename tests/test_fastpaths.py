@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from trio_mcp import McpError
 from trio_mcp.peer._messages import (
     CallToolParams,
     CallToolResult,
@@ -37,6 +38,40 @@ def test_call_params_fast_path_matches_cattrs(data: dict[str, Any]) -> None:
     generic = tool_types._generic_call_params(data, CallToolParams)
     assert fast == generic
     assert fast.extra == generic.extra
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"name": "echo"},
+        {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": 1}},
+        {"name": "sleep", "task": {"ttl": 60_000}},
+        {"name": "sleep", "task": {}},
+        {"name": "echo", "other": 1},
+        {"name": 5},
+        {"name": "x", "task": {"ttl": "5"}},
+        None,
+        [],
+    ],
+)
+def test_call_params_fields_are_the_structured_params(data: Any) -> None:
+    """tools/call reads its params without a CallToolParams: the same fields, the same errors."""
+    try:
+        params = from_wire(data if data is not None else {}, CallToolParams)
+    except McpError as exc:
+        with pytest.raises(McpError) as caught:
+            tool_types.call_params_fields(data)
+        assert (caught.value.code, caught.value.message) == (exc.code, exc.message)
+    else:
+        fields = tool_types.call_params_fields(data)
+        assert fields == (params.name, params.arguments, params.task, params.meta)
+
+
+@pytest.mark.parametrize("text", ["", "hi", "caf\u00e9 \U0001f600", "a\nb"])
+def test_text_result_wire_is_the_converters(text: str) -> None:
+    wire = tool_types.text_result_wire(text)
+    generic = tool_types._generic_call_result(CallToolResult([TextContent(text)]))
+    assert wire == generic and list(wire) == list(generic)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -155,6 +156,30 @@ def test_framing_any_split_yields_the_same_lines(messages: list[bytes], cuts: li
     out.extend(buffer.close())
     expected = [m[:-1] if m.endswith(b"\r") else m for m in messages]
     assert out == [m for m in expected if m.strip()]
+
+
+@given(
+    messages=st.lists(st.binary(max_size=40), max_size=6),
+    cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=10),
+    max_line=st.sampled_from([1, 5, 20, 1000]),
+)
+@settings(max_examples=300)
+def test_framing_lines_is_feed_as_a_list(
+    messages: list[bytes], cuts: list[int], max_line: int
+) -> None:
+    """LineBuffer.lines (the reader's call, with a one-line shortcut) gives what feed gives."""
+    stream = b"".join(m.replace(b"\n", b"") + b"\n" for m in messages)
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+
+    def seen(items: Iterable[bytes | LineTooLong]) -> list[bytes | int]:
+        return [i.size if isinstance(i, LineTooLong) else i for i in items]
+
+    fast, slow = LineBuffer(max_line), LineBuffer(max_line)
+    for a, b in zip(points, points[1:], strict=False):
+        assert seen(fast.lines(stream[a:b])) == seen(slow.feed(stream[a:b]))
+    assert seen(fast.close()) == seen(slow.close())
+    for line in (b"x\n", b"\r\n", b" \n", b"x\r\n", b"\n", b"toolong\n", b"a\nb\n"):
+        assert seen(LineBuffer(5).lines(line)) == seen(LineBuffer(5).feed(line)), line
 
 
 def test_framing_eof_flushes_unterminated_line_and_rejects_long_lines() -> None:

@@ -76,6 +76,19 @@ class LineBuffer:
         else:
             self._buf += rest
 
+    def lines(self, data: bytes) -> list[bytes | LineTooLong]:
+        """:meth:`feed` as a list; one whole line (the usual read) without the generator."""
+        if (
+            not self._buf
+            and not self._discarding
+            and data.find(b"\n") == len(data) - 1
+            and 1 < len(data) <= self.max_line
+            and data[-2:-1] != b"\r"
+            and not data.isspace()
+        ):
+            return [data[:-1]]
+        return list(self.feed(data))
+
     def close(self) -> Iterator[bytes | LineTooLong]:
         """At end of input: yield the final unterminated line, if any."""
         if self._discarding:

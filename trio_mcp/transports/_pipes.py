@@ -69,6 +69,9 @@ class DirectWriter:
         if data is None:
             log.error("dropped a message that cannot be encoded as JSON: %r", msg)
             return True
+        if not self.burst and not self._pending:  # the usual lone answer: no list, no join
+            self._write(data + b"\n")
+            return True
         self._pending.append(data)
         self._pending.append(b"\n")
         if not self.burst:
@@ -111,6 +114,9 @@ class DirectWriter:
             return
         data = b"".join(self._pending)
         self._pending.clear()
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
         if self.leftover:  # behind what is still unwritten: the writer writes both
             self.leftover += data
             return

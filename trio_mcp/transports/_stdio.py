@@ -91,7 +91,7 @@ async def _read_lines(
         try:
             while True:
                 data = await (read() if read is not None else receive.receive_some(READ_SIZE))
-                items = list(buffer.feed(bytes(data))) if data else list(buffer.close())
+                items = buffer.lines(bytes(data)) if data else list(buffer.close())
                 # Several messages in one read (a pipelining peer): their
                 # answers are joined into writes of up to FLUSH_EVERY
                 # messages (see DirectWriter.flush).

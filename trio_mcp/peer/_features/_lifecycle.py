@@ -67,6 +67,7 @@ class Lifecycle(PeerCore):
         self.remote_info = params.client_info
         self.remote_capabilities = params.capabilities
         self._initialize_answered = True
+        self.session.admit = None  # from now on every request is admitted
         self.declared_capabilities = self.app.server_capabilities()
         return InitializeResult(
             protocol_version=version,
@@ -104,6 +105,7 @@ class Lifecycle(PeerCore):
                 f"which this client does not support"
             )
         self.protocol_version = result.protocol_version
+        self.session.admit = None  # from now on every request is admitted
         self.remote_info = result.server_info
         self.remote_capabilities = result.capabilities
         self.instructions = result.instructions

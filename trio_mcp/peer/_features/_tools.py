@@ -28,6 +28,7 @@ from .._messages import (
     TaskMetadata,
     TextContent,
     Tool,
+    call_params_fields,
     from_wire,
     task_capability,
     to_wire,
@@ -90,32 +91,33 @@ class Tools(PeerCore):
 
         Nothing waits for an inline tool, nor for a task created in memory.
         """
-        if self.role is not Role.SERVER or not self.app.tools:
+        tools = self.app.tools
+        if self.role is not Role.SERVER or not tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/call")
-        params = from_wire(req.params or {}, CallToolParams)
-        spec: ToolSpec | None = self.app.tools.get(params.name)
+        name, arguments, task, meta = call_params_fields(req.params)
+        spec: ToolSpec | None = tools.get(name)
         if spec is None:
-            raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name[:100]}")
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
         support = spec.tool.task_support
-        if (params.task is not None or support == "required") and hosts(self, "tools/call"):
-            if params.task is not None and support == "forbidden":
+        if (task is not None or support == "required") and hosts(self, "tools/call"):
+            if task is not None and support == "forbidden":
                 raise McpError(
                     METHOD_NOT_FOUND,
                     f"Tool {spec.tool.name!r} does not support task-augmented calls",
                 )
-            if params.task is None:
+            if task is None:
                 raise McpError(
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            work = _ToolWork(self, spec, req.id, params.meta, params.arguments)
+            work = _ToolWork(self, spec, req.id, meta, arguments)
             immediate = self.app.immediate_response(spec.tool.name)
-            meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            return accept_task(self, req, params.task, params.meta, work, meta)
-        ctx = RequestContext(self, req.id, params.meta) if spec.context_param else None
+            response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
+            return accept_task(self, req, task, meta, work, response_meta)
+        ctx = RequestContext(self, req.id, meta) if spec.context_param else None
         if spec.inline:
-            return self._run_tool_now(spec, params.arguments, ctx)
-        return self._run_tool(spec, params.arguments, ctx)
+            return self._run_tool_now(spec, arguments, ctx)
+        return self._run_tool(spec, arguments, ctx)
 
     def _bind(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
@@ -135,41 +137,24 @@ class Tools(PeerCore):
 
     def _run_tool_now(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
-    ) -> CallToolResult:
-        """Run an inline tool here and now (see ``App.tool(inline=True)``)."""
+    ) -> dict[str, Any]:
+        """Run an inline tool here and now (see ``App.tool(inline=True)``): its wire JSON."""
         kwargs = self._bind(spec, arguments, ctx)
         if isinstance(kwargs, CallToolResult):
-            return kwargs
+            return wire_object(kwargs)
         try:
-            return spec.to_result(spec.fn(**kwargs))
+            return spec.to_wire(spec.fn(**kwargs))
         except McpError:
             raise
         except Exception as exc:
-            return _tool_failed(spec, exc)
+            return wire_object(_tool_failed(spec, exc))
 
     async def _run_tool(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
-    ) -> CallToolResult:
-        kwargs = self._bind(spec, arguments, ctx)
-        if isinstance(kwargs, CallToolResult):
-            return kwargs
-        try:
-            # An async tool is awaited right here (not through spec.call):
-            # one coroutine less per call, and per running task.
-            value = await spec.fn(**kwargs) if spec.is_async else await spec.call(kwargs)
-            return spec.to_result(value)
-        except McpError:
-            raise
-        except Exception as exc:
-            return _tool_failed(spec, exc)
-
-    async def _run_tool_wire(
-        self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
     ) -> dict[str, Any]:
-        """:meth:`_run_tool` for a task's work: the result as wire JSON.
+        """Run a tool (a plain call's, or a task's work): the result as wire JSON.
 
-        Written out rather than wrapping ``_run_tool``, so a running task's
-        coroutine chain is actor -> this -> the tool function.
+        A running task's coroutine chain is actor -> this -> the tool function.
         """
         kwargs = self._bind(spec, arguments, ctx)
         # A running task keeps neither the raw arguments nor the bound
@@ -178,15 +163,15 @@ class Tools(PeerCore):
         if isinstance(kwargs, CallToolResult):
             return wire_object(kwargs)
         try:
+            # An async tool is awaited right here (not through spec.call):
+            # one coroutine less per call, and per running task.
             call = spec.fn(**kwargs) if spec.is_async else spec.call(kwargs)
             del kwargs
-            value = await call
-            result = spec.to_result(value)
+            return spec.to_wire(await call)
         except McpError:
             raise
         except Exception as exc:
-            result = _tool_failed(spec, exc)
-        return wire_object(result)
+            return wire_object(_tool_failed(spec, exc))
 
     # --- client side -------------------------------------------------------------------
 
@@ -322,7 +307,7 @@ class _ToolWork:
 
     A slotted object rather than a closure (one object instead of a function
     and its cells), kept while the task runs; not the request and its raw
-    JSON. Calling it returns the coroutine of :meth:`Tools._run_tool_wire`
+    JSON. Calling it returns the coroutine of :meth:`Tools._run_tool`
     directly, so it adds no coroutine of its own to a running task.
     """
 
@@ -347,4 +332,4 @@ class _ToolWork:
         if self._spec.context_param is not None:
             ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
         arguments, self._arguments = self._arguments, None  # called once per task
-        return self._tools._run_tool_wire(self._spec, arguments, ctx)
+        return self._tools._run_tool(self._spec, arguments, ctx)

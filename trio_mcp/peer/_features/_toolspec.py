@@ -52,6 +52,8 @@ from .._messages import (
     TextContent,
     Tool,
     ToolExecution,
+    text_result_wire,
+    wire_object,
 )
 from ._arguments import ArgumentError as ArgumentError
 from ._toolsig import ArgumentBinder, OutputShape, analyze_signature
@@ -155,6 +157,16 @@ class ToolSpec:
             abandon_on_cancel=True,
             limiter=_sync_limiter(),
         )
+
+    def to_wire(self, value: Any) -> dict[str, Any]:
+        """:meth:`to_result` as wire JSON (a returned ``str`` without the objects).
+
+        Raises:
+            Exception: The value does not serialize as the return type says.
+        """
+        if type(value) is str and self.output is None:
+            return text_result_wire(value)
+        return wire_object(self.to_result(value))
 
     def to_result(self, value: Any) -> CallToolResult:
         """Turn what the function returned into a ``CallToolResult``.

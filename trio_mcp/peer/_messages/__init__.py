@@ -105,3 +105,5 @@ from ._tools import ListToolsResult as ListToolsResult
 from ._tools import TaskSupport as TaskSupport
 from ._tools import Tool as Tool
 from ._tools import ToolExecution as ToolExecution
+from ._tools import call_params_fields as call_params_fields
+from ._tools import text_result_wire as text_result_wire

@@ -283,6 +283,8 @@ def decode_message(data: bytes | str) -> Incoming:
 
 def message_to_json(msg: Message) -> dict[str, Any]:
     """Return the JSON object of an envelope, with ``jsonrpc`` always present."""
+    if type(msg) is Response:  # the most frequent, first
+        return {"jsonrpc": _JSONRPC, "id": msg.id, "result": msg.result}
     if isinstance(msg, Request):
         out: dict[str, Any] = {"jsonrpc": _JSONRPC, "id": msg.id, "method": msg.method}
         if msg.params is not None:

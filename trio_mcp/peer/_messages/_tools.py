@@ -8,7 +8,7 @@ import attrs
 
 from ._base import Meta, _extra, _meta
 from ._content import ContentBlock, TextContent
-from ._convert import KEEP, converter
+from ._convert import KEEP, converter, from_wire
 from ._tasks import TaskMetadata
 
 TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
@@ -96,7 +96,13 @@ _generic_call_params = converter.get_structure_hook(CallToolParams)
 _generic_call_result = converter.get_unstructure_hook(CallToolResult)
 
 
-def _structure_call_params(data: Any, cls: Any) -> CallToolParams:
+_CallFields: TypeAlias = tuple[
+    str, "dict[str, Any] | None", "TaskMetadata | None", "dict[str, Any] | None"
+]
+
+
+def _common_call_fields(data: Any) -> _CallFields | None:
+    """``(name, arguments, task, _meta)`` of params in a common shape, else ``None``."""
     if type(data) is dict and _CALL_KEYS.issuperset(data):
         name = data.get("name")
         arguments = data.get("arguments")
@@ -108,13 +114,42 @@ def _structure_call_params(data: Any, cls: Any) -> CallToolParams:
             and (meta is None or type(meta) is dict)
         ):
             if task is None:
-                return CallToolParams(name, arguments, meta=meta)
+                return name, arguments, None, meta
             if type(task) is dict and len(task) <= 1:
                 ttl = task.get("ttl")
                 if (ttl is None or type(ttl) is int) and (ttl is not None or not task):
-                    return CallToolParams(name, arguments, TaskMetadata(ttl), meta=meta)
+                    return name, arguments, TaskMetadata(ttl), meta
+    return None
+
+
+def _structure_call_params(data: Any, cls: Any) -> CallToolParams:
+    fields = _common_call_fields(data)
+    if fields is not None:
+        name, arguments, task, meta = fields
+        return CallToolParams(name, arguments, task, meta=meta)
     result: CallToolParams = _generic_call_params(data, cls)
     return result
+
+
+def call_params_fields(data: Any) -> _CallFields:
+    """``tools/call`` params as ``(name, arguments, task, _meta)``, without a ``CallToolParams``.
+
+    Raises:
+        McpError: -32602 (Invalid params) when ``data`` does not fit.
+    """
+    fields = _common_call_fields(data)
+    if fields is not None:
+        return fields
+    params = from_wire(data if data is not None else {}, CallToolParams)
+    return params.name, params.arguments, params.task, params.meta
+
+
+def text_result_wire(text: str) -> dict[str, Any]:
+    """The wire JSON of a ``CallToolResult`` holding one plain text block.
+
+    Exactly what the converter writes for ``CallToolResult([TextContent(text)])``.
+    """
+    return {"content": [{"text": text, "type": "text"}], "isError": False}
 
 
 def _unstructure_call_result(obj: CallToolResult) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import subprocess
@@ -149,12 +150,39 @@ async def test_security_task_ids_are_128_random_bits_from_the_csprng(
     # Consecutive ids share nothing: about half their bits differ.
     flips = [bin(a ^ b).count("1") for a, b in zip(bits, bits[1:], strict=False)]
     assert 60 < sum(flips) / len(flips) < 68
-    # The source is `secrets` (the OS CSPRNG), 16 bytes a time.
+    # The source is os.urandom (the OS CSPRNG, as for `secrets`), 16 bytes an id,
+    # drawn 256 ids at a time.
+    from trio_mcp.peer._tasks import _store
+
     asked: list[int] = []
-    monkeypatch.setattr(secrets, "token_hex", lambda k: asked.append(k) or "ab" * k)
+    monkeypatch.setattr(_store, "_id_pool", [])
+
+    def urandom(k: int) -> bytes:
+        asked.append(k)
+        return b"\xab" * k
+
+    monkeypatch.setattr(os, "urandom", urandom)
     async with registry.running():
         actor = await registry.create("ctx", "tools/call", work, requested_ttl=None, origin=None)
-    assert actor.task_id == "ab" * 16 and asked == [16]
+    assert actor.task_id == "ab" * 16 and asked == [16 * 256]
+
+
+def test_security_task_ids_differ_across_fork() -> None:
+    """A forked child draws its own ids: none repeats the parent's (the pool is per process)."""
+    from trio_mcp.peer._tasks._store import new_task_id
+
+    new_task_id()  # the parent's pool holds ids now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, ",".join(new_task_id() for _ in range(300)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        child = set(f.read().decode().split(","))
+    os.waitpid(pid, 0)
+    parent = {new_task_id() for _ in range(300)}
+    assert len(child) == 300 and not child & parent
 
 
 # --- limits -------------------------------------------------------------------------------

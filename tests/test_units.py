@@ -77,6 +77,26 @@ def test_jsonrpc_decode_marks_bad_input_undecodable(raw: bytes, code: int) -> No
     assert item.code == code
 
 
+_JSON_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5), st.just({}), st.just([1]), st.just({"a": 1}),
+)
+
+
+@given(
+    envelope=st.dictionaries(
+        st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]),
+        st.one_of(_JSON_VALUES, st.sampled_from(["2.0", "1.0", "ping"])),
+    )
+)
+@settings(max_examples=400)
+def test_jsonrpc_decode_shortcut_is_parse_message(envelope: dict[str, Any]) -> None:
+    """decode_message reads a well-formed request at once: what parse_message says of it."""
+    from trio_mcp.peer._messages._jsonrpc import parse_message
+
+    assert decode_message(json.dumps(envelope).encode()) == parse_message(envelope)
+
+
 def test_jsonrpc_invalid_request_keeps_a_readable_id() -> None:
     item = decode_message(b'{"jsonrpc":"1.0","id":7,"method":"ping"}')
     assert isinstance(item, Undecodable) and item.id == 7

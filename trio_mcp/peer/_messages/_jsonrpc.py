@@ -278,6 +278,17 @@ def decode_message(data: bytes | str) -> Incoming:
         return Undecodable(PARSE_ERROR, "Parse error: input is not valid UTF-8")
     except (ValueError, RecursionError):
         return Undecodable(PARSE_ERROR, "Parse error: input is not valid JSON")
+    if type(obj) is dict:  # the usual well-formed request, read at once
+        method = obj.get("method")
+        raw_id = obj.get("id")
+        params = obj.get("params")
+        if (
+            type(method) is str
+            and (type(raw_id) is int or type(raw_id) is str)
+            and (params is None or type(params) is dict)
+            and obj.get("jsonrpc") == _JSONRPC
+        ):
+            return Request(raw_id, method, params)
     return parse_message(obj)
 
 

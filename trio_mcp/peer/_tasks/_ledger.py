@@ -11,7 +11,6 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import secrets
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -24,7 +23,7 @@ from ._connection import TaskConnection
 from ._limits import RateLimiter, TaskLimits
 from ._shared import RecordMirror
 from ._state import INITIAL_STATUS, IllegalTransition, TaskEvent, next_status
-from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, TaskStore, now_iso
+from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, TaskStore, new_task_id, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
@@ -177,7 +176,7 @@ class TaskLedger:
         now = now_iso()
         self._seq += 1
         return TaskRecord(
-            task_id=secrets.token_hex(16),  # 128 random bits
+            task_id=new_task_id(),  # 128 random bits
             owner=owner,
             seq=self._seq,
             method=method,

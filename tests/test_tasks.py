@@ -12,7 +12,7 @@ import trio_mcp
 from trio_mcp import TaskStatus
 from trio_mcp.peer._session import open_bus
 
-from .helpers import client_app, connect, example_app, seen_by
+from .helpers import client_app, connect, example_app, load_example, seen_by
 from .raw import _MemoryRaw, open_raw
 
 
@@ -31,6 +31,30 @@ async def test_tasks_create_get_result(transport: str) -> None:
         assert result.meta == {trio_mcp.RELATED_TASK_META: {"taskId": task.task_id}}
         final = await handle.status()
         assert final.status is TaskStatus.COMPLETED
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_tasks_work_runs_outside_the_request_that_created_it(
+    store: str, tmp_path: Any
+) -> None:
+    """A task's work is no part of its creating request (answered with the CreateTaskResult):
+    no current request id, so its messages are never routed to that request's ended
+    stream, nor to a later request that reuses the id. A plain call's tool has its own."""
+    from trio_mcp.peer._session import current_request_id
+
+    seen: list[Any] = []
+    uri = "memory" if store == "memory" else f"sqlite:///{tmp_path}/tasks.db"
+    app = load_example("task_server").build_app(store=uri)
+
+    @app.tool(task_support="optional")
+    async def where() -> str:
+        seen.append(current_request_id.get())
+        return "ok"
+
+    async with connect("memory", server=app) as client:
+        await (await client.call_tool_task("where", {})).result()
+        await client.call_tool("where", {})
+    assert seen[0] is None and seen[1] is not None, seen
 
 
 async def test_tasks_list_1000_across_pages(transport: str) -> None:

@@ -47,7 +47,8 @@ NOTIFICATION_QUEUE: Final = 4_096
 _NOTES_PER_SEND: Final = 4
 
 #: The id of the incoming request whose handler is running in this Trio task
-#: (inherited by the tasks it starts). Outgoing requests and notifications
+#: (inherited by the tasks it starts; not by a task's actor, started once the
+#: ``CreateTaskResult`` is sent: it outlives the request). Outgoing requests and notifications
 #: carry it as ``related_request_id`` so a transport with several streams
 #: (Streamable HTTP) can send them on the stream of that request.
 current_request_id: contextvars.ContextVar[RequestId | None] = contextvars.ContextVar(

@@ -354,6 +354,7 @@ class Session(Outbound):
         finally:
             self._replying -= 1
             if after_send is not None:
+                current_request_id.set(None)  # e.g. a task's actor: it outlives the request
                 after_send()
 
     # --- notifications in ----------------------------------------------------------------
@@ -422,23 +423,24 @@ def _answer_at_once(
 ) -> CoroutineType[Any, Any, Any] | None:
     """Run an immediate handler in the dispatching task and send its answer.
 
-    The request's id is current (as in ``Session._serve``) until the answer
-    is sent. Returns the coroutine to run as the request's task when the
+    The request's id is current (as in ``Session._serve``) while the handler
+    runs. Returns the coroutine to run as the request's task when the
     handler must wait, else ``None``.
     """
     token = current_request_id.set(req.id)
     try:
-        try:
-            out = immediate(req)
-        except Exception as exc:
-            session.reply_now(req, _failure(req, exc), None)
-            return None
-        if type(out) is CoroutineType:
-            return out
-        session.reply_now(req, *_answer(req, out))
-        return None
-    finally:
+        out = immediate(req)
+    except Exception as exc:
         current_request_id.reset(token)
+        session.reply_now(req, _failure(req, exc), None)
+        return None
+    current_request_id.reset(token)
+    if type(out) is CoroutineType:
+        return out
+    # The answer, and what runs once it is sent (a task's actor starts: it
+    # outlives the request), belong to no request.
+    session.reply_now(req, *_answer(req, out))
+    return None
 
 
 def _on_progress(session: Session, params: dict[str, Any]) -> None:

@@ -202,7 +202,9 @@ class TaskActor:
                 task_status.started(self.record.snapshot())
             if work is not None and not self.record.status.is_terminal:
                 try:
-                    result = await work(self)
+                    # The work's coroutine is all a running task keeps of it.
+                    call, work = work(self), None
+                    result = await call
                 except McpError as exc:
                     registry.finish(self, ErrorData(exc.code, exc.message, exc.data))
                 except Exception:

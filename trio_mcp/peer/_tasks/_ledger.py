@@ -126,7 +126,8 @@ class TaskLedger:
         if self.mirror is not None:
             self.mirror.written(record)
         self._notify_observers(record)
-        audit.info("task %s id=%s context=%s", status.value, record.task_id, record.owner)
+        # (A StrEnum formats as its value; .value is a slow property.)
+        audit.info("task %s id=%s context=%s", status, record.task_id, record.owner)
         _announce(actor, self._peers.get(record.owner), told)
         if status.is_terminal:
             actor.mark_done()
@@ -395,7 +396,9 @@ def _announce(
     """Status notification to the requestor's connections but ``told`` (which learns
     the status from its own answer, e.g. ``tasks/cancel``: the MAY would repeat it)."""
     if actor.is_announced and peers:
-        params = actor.record.wire()  # one dict for every peer: none changes it
+        params: dict[str, Any] | None = None  # one dict for every peer: none changes it
         for peer in peers:
             if peer is not told:
+                if params is None:
+                    params = actor.record.wire()
                 peer.notify_soon("notifications/tasks/status", params)

@@ -50,3 +50,17 @@ def test_bench_quick_prints_the_table() -> None:
             assert "bench/setup.sh" in line, line
     assert "orjson" in out  # the codec in use is named either way
 
+
+
+def test_bench_serverloop_prints_cpu_per_request() -> None:
+    """The in-process harness (bench/serverloop.py) runs every workload end to end."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.serverloop", "--calls", "300", "--rounds", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "seq: trio-mcp " in proc.stdout and "echo floor" in proc.stdout
+    assert "create " in proc.stdout and "cancel " in proc.stdout

@@ -96,8 +96,9 @@ _generic_call_params = converter.get_structure_hook(CallToolParams)
 _generic_call_result = converter.get_unstructure_hook(CallToolResult)
 
 
+#: ``tools/call`` params as ``(name, arguments, task, _meta)``.
 _CallFields: TypeAlias = tuple[
-    str, "dict[str, Any] | None", "TaskMetadata | None", "dict[str, Any] | None"
+    str, dict[str, Any] | None, TaskMetadata | None, dict[str, Any] | None
 ]
 
 

@@ -431,10 +431,10 @@ def _answer_at_once(
     try:
         out = immediate(req)
     except Exception as exc:
-        current_request_id.reset(token)
         session.reply_now(req, _failure(req, exc), None)
         return None
-    current_request_id.reset(token)
+    finally:
+        current_request_id.reset(token)
     if type(out) is CoroutineType:
         return out
     # The answer, and what runs once it is sent (a task's actor starts: it

@@ -13,7 +13,8 @@ printed, best of R rounds:
   (``bench/echo.py``) in the same harness: the difference is what the
   server spends on MCP beyond reading and writing the lines;
 * ``create``/``cancel``: 200 in flight, ``tools/call park`` as a task, then
-  ``tasks/cancel`` of each.
+  ``tasks/cancel`` of each; and the floor of a cancel: Trio alone cancelling
+  as many tasks parked in cancel scopes of their own (no MCP, no I/O).
 
 CPU time of one process is steadier than the cross-process harness's wall
 clock on a shared machine, and a change to the server moves it alone (the
@@ -31,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import trio
+import trio.testing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -107,6 +109,29 @@ async def _handshake(wfd: int, rfd: int) -> None:
     os.write(wfd, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
 
+async def trio_cancel_floor(n: int) -> float:
+    """CPU us for Trio alone to cancel a parked task: ``scope.cancel()``, the unwinding, the exit.
+
+    ``n`` tasks each await ``trio.sleep_forever()`` in a cancel scope of their own (as a
+    running task's actor does); no MCP, no I/O.
+    """
+
+    async def parked(scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        scopes = [trio.CancelScope() for _ in range(n)]
+        for scope in scopes:
+            nursery.start_soon(parked, scope)
+        await trio.testing.wait_all_tasks_blocked()
+        t0 = time.process_time()
+        for scope in scopes:
+            scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()  # every task unwound and exited
+        return _cpu_us(t0, n)
+
+
 def _cpu_us(t0: float, n: int) -> float:
     return (time.process_time() - t0) / n * 1e6
 
@@ -177,6 +202,9 @@ def main(argv: list[str] | None = None) -> None:
         got = trio.run(measure, "trio-mcp", "create", args.calls, max(1, args.rounds // 2))
         rows.append(f"create {got['create']:.1f} us, cancel {got['cancel']:.1f} us per task "
                     "(200 in flight)")
+        floor = min(trio.run(trio_cancel_floor, args.calls) for _ in range(args.rounds))
+        rows.append(f"Trio alone, cancelling a parked task in its own cancel scope "
+                    f"(cancel, unwind, exit): {floor:.1f} us")
     print("\n".join(rows))
 
 

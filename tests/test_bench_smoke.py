@@ -64,3 +64,4 @@ def test_bench_serverloop_prints_cpu_per_request() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "seq: trio-mcp " in proc.stdout and "echo floor" in proc.stdout
     assert "create " in proc.stdout and "cancel " in proc.stdout
+    assert "Trio alone, cancelling a parked task" in proc.stdout

@@ -65,9 +65,8 @@ class DirectWriter:
             return False
         if self._stream.fileno() < 0:
             return False
-        data = encode_for_wire(msg)
+        data = _encode(msg)
         if data is None:
-            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
             return True
         if not self.burst and not self._pending:  # the usual lone answer: no list, no join
             self._write(data + b"\n")
@@ -93,12 +92,7 @@ class DirectWriter:
             self.idle = False
             self._soon = True
             self._wake()
-        data = encode_for_wire(msg)
-        if data is None:
-            log.error("dropped a message that cannot be encoded as JSON: %r", msg)
-            return True
-        self._pending.append(data)
-        self._pending.append(b"\n")
+        encode_line(msg, self._pending)
         if self.full():
             self.flush()  # the other side starts on these meanwhile (see flush)
         return True
@@ -137,13 +131,20 @@ class DirectWriter:
         return rest
 
 
+def _encode(msg: Message) -> bytes | None:
+    """``msg`` as JSON, or ``None`` (logged) for one that cannot be encoded: it is dropped."""
+    data = encode_for_wire(msg)
+    if data is None:
+        log.error("dropped a message that cannot be encoded as JSON: %r", msg)
+    return data
+
+
 def encode_line(msg: Message, chunks: list[bytes]) -> int:
     """Append ``msg`` as one line to ``chunks``; return the bytes added."""
     if msg is WAKE_WRITER:
         return 0
-    data = encode_for_wire(msg)
+    data = _encode(msg)
     if data is None:
-        log.error("dropped a message that cannot be encoded as JSON: %r", msg)
         return 0
     chunks.append(data)
     chunks.append(b"\n")

@@ -49,8 +49,6 @@ SHUTDOWN_GRACE: Final = 2.0
 #: Most messages, and bytes, joined into one write when several are queued.
 _WRITE_BATCH: Final = 256
 _WRITE_BATCH_BYTES: Final = 1 << 20
-#: Answers to pipelined requests joined into one write (see DirectWriter).
-FLUSH_EVERY: Final = 64
 
 
 async def run_stream_transport(
@@ -95,7 +93,7 @@ async def _read_lines(
                 # Several messages in one read (a pipelining peer): their
                 # answers are joined into writes of up to FLUSH_EVERY
                 # messages (see DirectWriter.flush).
-                burst = direct is not None and len(items) > 1
+                joining = direct if len(items) > 1 else None
                 try:
                     for item in items:
                         if isinstance(item, LineTooLong):
@@ -108,17 +106,16 @@ async def _read_lines(
                             )
                         else:
                             msg = decode_message(item)
-                        if burst:
-                            assert direct is not None
-                            direct.burst = True
+                        if joining is not None:
+                            joining.burst = True
                         # Straight to the session's dispatch when it waits on
                         # an empty bus (no receive-loop pass); else hand over
                         # without a schedule point while the bus has room (the
                         # reader still waits when the bus is full).
                         deliver = shortcuts.deliver
                         if deliver is not None and deliver(msg):
-                            if burst and direct is not None and direct.full():
-                                direct.flush()
+                            if joining is not None and joining.full():
+                                joining.flush()
                             continue
                         try:
                             to_peer.send_nowait(msg)

@@ -17,10 +17,10 @@ from .._messages import (
     PaginatedParams,
     Request,
     Task,
-    TaskIdParams,
     TaskMetadata,
     from_wire,
     task_capability,
+    task_id_param,
 )
 from .._session import Reply
 from .._tasks import TaskActor
@@ -106,9 +106,6 @@ def hosts(peer: PeerCore, method: str) -> bool:
     return known
 
 
-_ID_KEYS = frozenset(("taskId", "_meta"))
-
-
 class TaskReceiver(PeerCore):
     """Answers ``tasks/*`` for the tasks this side hosts."""
 
@@ -138,19 +135,9 @@ class TaskReceiver(PeerCore):
         if tasks is None or (feature is not None and feature not in tasks):
             raise McpError(METHOD_NOT_FOUND, "Method not found: this side does not host tasks")
 
-    def _task_id_param(self, req: Request) -> str:
-        # The taskId param is the source of truth; related-task _meta is ignored.
-        params = req.params
-        if type(params) is dict and _ID_KEYS.issuperset(params):
-            # The common shape, as the generated hook reads it.
-            task_id, meta = params.get("taskId"), params.get("_meta")
-            if type(task_id) is str and (meta is None or type(meta) is dict):
-                return task_id
-        return from_wire(params or {}, TaskIdParams).task_id
-
     def _on_tasks_get(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks()
-        task_id = self._task_id_param(req)
+        task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:
@@ -161,7 +148,7 @@ class TaskReceiver(PeerCore):
         self, req: Request
     ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
-        task_id = self._task_id_param(req)
+        task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:
@@ -179,7 +166,7 @@ class TaskReceiver(PeerCore):
 
     def _on_tasks_cancel(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks("cancel")
-        task_id = self._task_id_param(req)
+        task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
         if registry.immediate:

@@ -147,7 +147,7 @@ class Tools(PeerCore):
         except McpError:
             raise
         except Exception as exc:
-            return wire_object(_tool_failed(spec, exc))
+            return _tool_failed(spec, exc)
 
     async def _run_tool(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None
@@ -171,7 +171,7 @@ class Tools(PeerCore):
         except McpError:
             raise
         except Exception as exc:
-            return wire_object(_tool_failed(spec, exc))
+            return _tool_failed(spec, exc)
 
     # --- client side -------------------------------------------------------------------
 
@@ -292,13 +292,14 @@ class Tools(PeerCore):
 
 
 
-def _tool_failed(spec: ToolSpec, exc: Exception) -> CallToolResult:
+def _tool_failed(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
+    """The tool error result (wire JSON) of a tool function that raised ``exc``."""
     log.exception("tool %s raised", spec.tool.name, exc_info=exc)
     # An OSError's text names its files: internal paths the peer must
     # not learn (the log above has them). Keep only the reason.
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
     text = f"Tool {spec.tool.name} failed: {type(exc).__name__}: {detail}"[:1000]
-    return CallToolResult(content=[TextContent(text)], is_error=True)
+    return wire_object(CallToolResult(content=[TextContent(text)], is_error=True))
 
 
 @final

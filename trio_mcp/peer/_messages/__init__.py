@@ -98,6 +98,7 @@ from ._tasks import TaskMetadata as TaskMetadata
 from ._tasks import TaskStatus as TaskStatus
 from ._tasks import related_task_id as related_task_id
 from ._tasks import related_task_meta as related_task_meta
+from ._tasks import task_id_param as task_id_param
 from ._tasks import task_wire as task_wire
 from ._tools import CallToolParams as CallToolParams
 from ._tools import CallToolResult as CallToolResult

@@ -8,7 +8,7 @@ from typing import Any, Final
 import attrs
 
 from ._base import RELATED_TASK_META, Meta, _extra, _meta
-from ._convert import KEEP, converter
+from ._convert import KEEP, converter, from_wire
 
 
 @attrs.frozen
@@ -73,6 +73,25 @@ class TaskIdParams:
     task_id: str
     meta: Meta = _meta()
     extra: dict[str, Any] = _extra()
+
+
+_ID_KEYS: Final = frozenset(("taskId", "_meta"))
+
+
+def task_id_param(params: Any) -> str:
+    """The ``taskId`` of ``tasks/get|result|cancel`` params, without a ``TaskIdParams``.
+
+    The common shape is read directly (as the generated hook reads it);
+    anything else goes through the converter.
+
+    Raises:
+        McpError: -32602 (Invalid params) when ``params`` does not fit.
+    """
+    if type(params) is dict and _ID_KEYS.issuperset(params):
+        task_id, meta = params.get("taskId"), params.get("_meta")
+        if type(task_id) is str and (meta is None or type(meta) is dict):
+            return task_id
+    return from_wire(params or {}, TaskIdParams).task_id
 
 
 @attrs.frozen

@@ -369,7 +369,7 @@ def final_result(record: TaskRecord) -> dict[str, Any]:
     """A terminal task's ``tasks/result`` answer, or its JSON-RPC error."""
     audit.info(
         "task retrieved id=%s context=%s status=%s",
-        record.task_id, record.owner, record.status.value,
+        record.task_id, record.owner, record.status,  # a StrEnum formats as its value
     )
     outcome = record.outcome
     if record.status is TaskStatus.CANCELLED:

@@ -21,11 +21,11 @@ import attrs
 import jsonschema
 import pytest
 
-from trio_mcp.peer._features._arguments import ArgumentError, converter
-from trio_mcp.peer._features._hints import docstring_args, docstring_sections
-from trio_mcp.peer._features._schema import SchemaBuilder, type_schema
-from trio_mcp.peer._features._toolsig import analyze_signature, needs_structuring, output_shape
-from trio_mcp.peer._features._toolspec import check_arguments, compile_check
+from trio_mcp.peer._signatures._arguments import ArgumentError, converter
+from trio_mcp.peer._signatures._hints import docstring_args, docstring_sections
+from trio_mcp.peer._signatures._schema import SchemaBuilder, type_schema
+from trio_mcp.peer._signatures._toolsig import analyze_signature, needs_structuring, output_shape
+from trio_mcp.peer._signatures._toolspec import check_arguments, compile_check
 
 T = TypeVar("T")
 UserId = NewType("UserId", int)

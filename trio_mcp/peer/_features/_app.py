@@ -26,6 +26,7 @@ from .._messages import (
     converter,
     to_wire,
 )
+from .._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
 from .._tasks import TaskLimits, TaskRegistry, TaskStore
 from ._app_client import ClientHandlers, RootsHandler
 from ._app_server import Completer, ServerOffers
@@ -35,7 +36,6 @@ from ._catalog import declared_client_capabilities, declared_server_capabilities
 from ._context import RequestContext
 from ._promptspec import PromptSpec
 from ._resourcespec import ResourceSpec, TemplateSpec
-from ._toolspec import ToolFunction, ToolSpec, make_tool_spec
 
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
@@ -142,7 +142,7 @@ class App(ServerOffers, ClientHandlers):
         The function may be ``async def``, or plain ``def`` (run in a worker
         thread). Parameters are described by JSON Schemas derived from their
         type hints and from the docstring's ``Args:`` section, and arguments
-        arrive structured into those types (see :mod:`._toolspec` for what a
+        arrive structured into those types (see :mod:`.._signatures._toolspec` for what a
         sync tool does when cancelled).
 
         Args:

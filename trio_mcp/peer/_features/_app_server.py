@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
+from .._signatures._signature import AsyncFunction, read_signature
 from ._base import PeerCore, Role
 from ._context import RequestContext
 from ._list_changes import broadcast, ready
@@ -21,7 +22,6 @@ from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
 from ._resourcespec import ResourceSpec, TemplateSpec, compile_template
-from ._signature import AsyncFunction, read_signature
 
 F = TypeVar("F", bound=AsyncFunction)
 #: ``async def complete(value, context) -> list[str] | Completion``.

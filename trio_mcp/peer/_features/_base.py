@@ -65,7 +65,7 @@ class AppView(Protocol):
 
     @property
     def tools(self) -> Mapping[str, Any]:
-        """Registered tools by name (:class:`~._toolspec.ToolSpec` values)."""
+        """Registered tools by name (:class:`~.._signatures._toolspec.ToolSpec` values)."""
         ...
 
     @property

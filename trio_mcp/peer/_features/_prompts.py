@@ -19,11 +19,11 @@ from .._messages import (
     Request,
     from_wire,
 )
+from .._signatures._signature import call_with
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._pages import page
 from ._promptspec import PromptSpec, missing_arguments, to_prompt_result
-from ._signature import call_with
 
 
 class Prompts(PeerCore):

@@ -24,7 +24,7 @@ from .._messages import (
     PromptMessage,
     TextContent,
 )
-from ._signature import AsyncFunction, Signature, read_signature
+from .._signatures._signature import AsyncFunction, Signature, read_signature
 
 
 @final

@@ -28,12 +28,12 @@ from .._messages import (
     ResourceUriParams,
     from_wire,
 )
+from .._signatures._signature import call_with
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
 from ._context import RequestContext
 from ._pages import page
 from ._resourcespec import ResourceSpec, TemplateSpec, to_read_result
-from ._signature import call_with
 
 log = logging.getLogger("trio_mcp.peer")
 

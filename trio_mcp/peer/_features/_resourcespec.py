@@ -24,7 +24,7 @@ from .._messages import (
     ResourceTemplate,
     TextResourceContents,
 )
-from ._signature import AsyncFunction, Signature
+from .._signatures._signature import AsyncFunction, Signature
 
 _VARIABLE: Final = re.compile(r"\{([^{}]*)\}")
 _NAME: Final = re.compile(r"^[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*$")

@@ -35,11 +35,11 @@ from .._messages import (
     wire_object,
 )
 from .._session import ProgressCallback
+from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._task_receiver import accept_task, hosts
-from ._toolspec import ArgumentError, ToolSpec
 
 log = logging.getLogger("trio_mcp.peer")
 

@@ -4,7 +4,7 @@ A tool is an ``async def`` or a plain ``def`` function. Its parameters become
 the input schema's properties, with full JSON Schemas derived from the type
 hints and descriptions from the docstring's ``Args:`` section (see
 :mod:`._toolsig`); a default makes a property optional. A parameter annotated
-with :class:`~._context.RequestContext` receives the call's context instead of
+with :class:`~trio_mcp.peer._features.RequestContext` receives the call's context instead of
 an argument. Arguments arrive structured into the annotated types (an attrs
 class, dataclass, ``TypedDict`` or ``Enum`` parameter gets that type, not a
 dict).

@@ -3,7 +3,7 @@
 Resources, resource templates, prompts and completers are ``async``
 functions whose parameters are named after what the peer sends (template
 variables, prompt arguments); a parameter annotated with the context type
-receives the request's :class:`~._context.RequestContext` instead.
+receives the request's :class:`~trio_mcp.peer._features.RequestContext` instead.
 """
 
 from __future__ import annotations

@@ -22,6 +22,12 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 #: Not a JSON-RPC standard code; used for rate limits and resource caps.
 RESOURCE_LIMIT: Final = -32000
+#: MCP 2026-07-28: HTTP headers do not match the body (``HeaderMismatchError``).
+HEADER_MISMATCH: Final = -32020
+#: MCP 2026-07-28: the request needs a client capability it did not declare.
+MISSING_CLIENT_CAPABILITY: Final = -32021
+#: MCP 2026-07-28: the request's protocol version is not supported here.
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 
 class TrioMcpError(Exception):
@@ -122,3 +128,45 @@ class TaskFailed(RemoteError):
     def __init__(self, code: int, message: str, data: Any = None, *, task: Any = None) -> None:
         super().__init__(code, message, data)
         self.task = task
+
+
+class HeaderMismatch(RemoteError):
+    """The server refused a request whose HTTP headers do not match its body (-32020).
+
+    A client of ours derives the headers from the body, so this means an
+    intermediary changed one, or the tool's ``x-mcp-header`` annotations
+    changed: list the tools again (``list_all_tools``) and retry.
+    """
+
+
+class MissingClientCapability(RemoteError):
+    """The server needs a client capability the request did not declare (-32021).
+
+    Attributes:
+        required: The capabilities the server named (``data.requiredCapabilities``),
+            e.g. ``{"sampling": {}}``: register the matching handler on the
+            client's App (``on_sampling``, ``on_elicitation``, ``on_roots``) and retry.
+    """
+
+    @property
+    def required(self) -> dict[str, Any]:
+        """The capabilities the server requires, as it named them."""
+        data = self.data if isinstance(self.data, dict) else {}
+        caps = data.get("requiredCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+
+class UnsupportedProtocolVersion(RemoteError):
+    """The server does not speak the protocol version the request carried (-32022).
+
+    Attributes:
+        supported: The versions the server named (``data.supported``); pick
+            one this side speaks (``era=`` of the ``open_*_client`` functions).
+    """
+
+    @property
+    def supported(self) -> list[str]:
+        """The versions the server supports, as it named them."""
+        data = self.data if isinstance(self.data, dict) else {}
+        versions = data.get("supported")
+        return [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []

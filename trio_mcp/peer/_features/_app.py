@@ -34,8 +34,11 @@ from ._base import PeerCore
 from ._callbacks import Callbacks
 from ._catalog import declared_client_capabilities, declared_server_capabilities
 from ._context import RequestContext
+from ._modern import CacheHint
+from ._mrtr import StateCodec, default_secret
 from ._promptspec import PromptSpec
 from ._resourcespec import ResourceSpec, TemplateSpec
+from ._subscriptions import Listener
 
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
@@ -63,6 +66,14 @@ class App(ServerOffers, ClientHandlers):
         elicitation_modes: The elicitation modes the client declares and its
             elicitation handler takes: ``("form",)`` by default; add ``"url"``
             for URL mode.
+        request_state_secret: The key that signs MCP 2026-07-28
+            ``requestState`` (multi round-trip requests). Give every process
+            of a deployment the same one (or set ``TRIO_MCP_REQUEST_STATE_SECRET``)
+            so a retry may reach any of them; by default a random key of
+            this process.
+        cache_hints: Method -> :class:`CacheHint` (``ttlMs`` and
+            ``cacheScope`` of 2026-07-28 cacheable results); by default 0 ms,
+            ``public`` for lists and ``private`` for ``resources/read``.
 
     Example::
 
@@ -81,6 +92,8 @@ class App(ServerOffers, ClientHandlers):
     host_tasks: bool = True
     store: TaskStore | str | None = None
     elicitation_modes: tuple[str, ...] = attrs.field(default=("form",), converter=tuple)
+    request_state_secret: bytes | str | None = attrs.field(default=None, repr=False)
+    cache_hints: dict[str, CacheHint] = attrs.field(factory=dict)
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)
@@ -92,12 +105,20 @@ class App(ServerOffers, ClientHandlers):
     callbacks: Callbacks = attrs.field(factory=Callbacks, init=False)
     connections: set[PeerCore] = attrs.field(factory=set, init=False, repr=False)
     registry: TaskRegistry = attrs.field(init=False)
+    #: The open ``subscriptions/listen`` requests (2026-07-28) of every connection.
+    listeners: set[Listener] = attrs.field(factory=set, init=False, repr=False)
+    #: Signs and checks ``requestState`` (from :attr:`request_state_secret`).
+    state_codec: StateCodec = attrs.field(init=False, repr=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.elicitation_modes or not set(self.elicitation_modes) <= {"form", "url"}:
             raise ValueError(f"elicitation modes are form and/or url, not {self.elicitation_modes}")
         self.registry = TaskRegistry(self.limits, store=self.store)
+        secret = self.request_state_secret
+        if isinstance(secret, str):
+            secret = secret.encode("utf-8")
+        self.state_codec = StateCodec(secret or default_secret())
 
     @property
     def info(self) -> Implementation:

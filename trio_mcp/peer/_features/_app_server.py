@@ -22,6 +22,7 @@ from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
 from ._resourcespec import ResourceSpec, TemplateSpec, compile_template
+from ._subscriptions import Listener, offer_all
 
 F = TypeVar("F", bound=AsyncFunction)
 #: ``async def complete(value, context) -> list[str] | Completion``.
@@ -45,6 +46,7 @@ class ServerOffers:
     prompts: dict[str, PromptSpec]
     completers: dict[tuple[str, str, str], Completer]
     connections: set[PeerCore]
+    listeners: set[Listener]
     tools: dict[str, Any]
 
     def _list_changed(self, kind: str) -> None:
@@ -291,7 +293,7 @@ class ServerOffers:
         Returns:
             How many connections it was queued for.
         """
-        count = 0
+        count = offer_all(self.listeners, "notifications/resources/updated", {"uri": uri})
         for peer in list(self.connections):
             if (
                 isinstance(peer, Resources)

@@ -115,6 +115,21 @@ class AppView(Protocol):
         ...
 
     @property
+    def listeners(self) -> set[Any]:
+        """The open ``subscriptions/listen`` requests (:class:`~._subscriptions.Listener`)."""
+        ...
+
+    @property
+    def state_codec(self) -> Any:
+        """Signs and checks ``requestState`` (a :class:`~._mrtr.StateCodec`)."""
+        ...
+
+    @property
+    def cache_hints(self) -> Mapping[str, Any]:
+        """Method -> :class:`~._modern.CacheHint` for 2026-07-28 cacheable results."""
+        ...
+
+    @property
     def connections(self) -> set[Any]:
         """The App's open connections (peers); they add and remove themselves."""
         ...

@@ -7,8 +7,11 @@ import logging
 import secrets
 from typing import Any, TypeVar, final
 
+import trio
+
 from ..._errors import ConnectionClosed, LocalUsageError
 from .._messages import (
+    ClientCapabilities,
     CreateMessageParams,
     CreateMessageResult,
     ElicitationCompleteParams,
@@ -28,6 +31,7 @@ from .._messages import (
 from .._tasks import TaskActor, TaskConnection, TaskHandle
 from ._base import PeerCore
 from ._logging import Logging
+from ._modern import ask, ask_many, current_request
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -41,6 +45,16 @@ class RequestContext:
     When the request runs as a task, :attr:`task_id` is set, progress keeps
     flowing for the task's lifetime, and :meth:`elicit` / :meth:`sample` put
     the task in ``input_required`` and travel with the related-task ``_meta``.
+
+    The same handler serves both eras. In a 2025-11-25 session, :meth:`elicit`,
+    :meth:`sample`, :meth:`list_roots` and :meth:`ask_all` send requests to
+    the client and wait. In a 2026-07-28 request they are multi round-trip
+    questions: answered from the request's ``inputResponses`` (and the
+    answers its ``requestState`` recorded), or the handler stops and the
+    request ends with ``input_required``; the client's retry runs the handler
+    again from the start. Ask the same questions in the same order (name
+    them with ``key=`` when the order may vary) and keep side effects after
+    the last question.
 
     Attributes:
         peer: The connection the request arrived on.
@@ -65,6 +79,22 @@ class RequestContext:
     def task_id(self) -> str | None:
         """The id of the task this request runs as, or ``None``."""
         return self._task.task_id if self._task is not None else None
+
+    @property
+    def era(self) -> str:
+        """The protocol version of this request: ``"2026-07-28"`` or the session's 2025 one."""
+        modern = current_request.get()
+        if modern is not None:
+            return modern.protocol_version
+        return self.peer.protocol_version or "2025-11-25"
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities | None:
+        """The capabilities the client declared: the request's own in 2026-07-28."""
+        modern = current_request.get()
+        if modern is not None:
+            return modern.client_capabilities
+        return self.peer.remote_client_capabilities
 
     @property
     def progress_token(self) -> str | int | None:
@@ -111,6 +141,7 @@ class RequestContext:
         *,
         as_task: bool = False,
         ttl: int | None = None,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the user, through the client, to fill a form (``elicitation/create``).
 
@@ -120,11 +151,16 @@ class RequestContext:
             as_task: Ask the client to host the elicitation as a task (when it
                 declared ``tasks.requests.elicitation.create``), then poll it.
             ttl: Requested TTL (ms) of that task.
+            key: The question's key in a 2026-07-28 ``inputRequests``
+                (``elicitation-<n>`` by default: the n-th question asked).
 
         Returns:
             The client's answer (``accept``/``decline``/``cancel``).
 
         Raises:
+            InputRequired: (2026-07-28) Not answered yet: let it propagate.
+            McpError: (2026-07-28) -32021 when the request did not declare
+                elicitation; -32602 when its answer is malformed.
             LocalUsageError: The client did not declare elicitation.
             RemoteError: The client answered with a JSON-RPC error.
             ConnectionClosed: No connection to the requestor remained.
@@ -135,6 +171,13 @@ class RequestContext:
             answer is dropped. A task in ``input_required`` goes back to
             ``working`` when its last open question ends.
         """
+        if current_request.get() is not None:
+            problem = check_form_schema(requested_schema)
+            if problem is not None:
+                raise LocalUsageError(f"not a form-mode schema: {problem}")
+            question = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+            result: ElicitResult = ask("elicitation/create", question, ElicitResult, key)
+            return result
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.elicitation is None:
             raise LocalUsageError("the client did not declare the elicitation capability")
@@ -216,15 +259,22 @@ class RequestContext:
         with contextlib.suppress(ConnectionClosed):
             await peer.notify("notifications/message", params)
 
-    async def list_roots(self) -> list[Root]:
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
         """Ask the client for its roots (``roots/list``).
 
+        Args:
+            key: The question's key in a 2026-07-28 ``inputRequests``.
+
         Raises:
+            InputRequired, McpError: (2026-07-28) as for :meth:`elicit`.
             LocalUsageError: The client did not declare the roots capability.
             RemoteError: The client refused.
 
         Cancellation: sends ``notifications/cancelled`` for the request.
         """
+        if current_request.get() is not None:
+            answer: ListRootsResult = ask("roots/list", {}, ListRootsResult, key)
+            return answer.roots
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.roots is None:
             raise LocalUsageError("the client did not declare the roots capability")
@@ -240,6 +290,7 @@ class RequestContext:
         system_prompt: str | None = None,
         as_task: bool = True,
         ttl: int | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> CreateMessageResult:
         """Ask the client's model for a message (``sampling/createMessage``).
@@ -252,26 +303,81 @@ class RequestContext:
                 declared ``tasks.requests.sampling.createMessage`` (default),
                 then poll that task for the outcome.
             ttl: Requested TTL (ms) of that task.
+            key: The question's key in a 2026-07-28 ``inputRequests``.
             **extra: Further ``CreateMessageParams`` fields.
 
         Raises:
+            InputRequired, McpError: (2026-07-28) as for :meth:`elicit`.
             LocalUsageError: The client did not declare sampling.
             RemoteError: The client answered with a JSON-RPC error.
             ConnectionClosed: No connection to the requestor remained.
 
         Cancellation: as for :meth:`elicit`.
         """
-        caps = self.peer.remote_client_capabilities
-        if caps is None or caps.sampling is None:
-            raise LocalUsageError("the client did not declare the sampling capability")
         if isinstance(messages, str):
             messages = [SamplingMessage("user", {"type": "text", "text": messages})]
         params = CreateMessageParams(
             messages=messages, max_tokens=max_tokens, system_prompt=system_prompt, **extra
         )
+        if current_request.get() is not None:
+            sampled: CreateMessageResult = ask(
+                "sampling/createMessage", to_wire(params), CreateMessageResult, key
+            )
+            return sampled
+        caps = self.peer.remote_client_capabilities
+        if caps is None or caps.sampling is None:
+            raise LocalUsageError("the client did not declare the sampling capability")
         return await self._request_maybe_task(
             "sampling/createMessage", to_wire(params), CreateMessageResult, as_task, ttl
         )
+
+    async def ask_all(self, questions: dict[str, ElicitParams | CreateMessageParams | None],
+                      ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
+        """Ask several questions at once: ``{key: ElicitParams | CreateMessageParams | None}``.
+
+        ``None`` asks for the client's roots. In 2026-07-28 every unanswered
+        question goes out in one ``input_required`` round; in a 2025-11-25
+        session the requests are sent concurrently.
+
+        Returns:
+            Key -> ``ElicitResult``, ``CreateMessageResult`` or a list of roots.
+
+        Raises:
+            InputRequired, McpError: (2026-07-28) as for :meth:`elicit`.
+            LocalUsageError, RemoteError: (2025-11-25) as for the single questions.
+
+        Cancellation: (2025-11-25) withdraws the questions still open.
+        """
+        if current_request.get() is not None:
+            wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
+            for key, question in questions.items():
+                if question is None:
+                    wanted[key] = ("roots/list", {}, ListRootsResult)
+                elif isinstance(question, ElicitParams):
+                    wanted[key] = ("elicitation/create", to_wire(question), ElicitResult)
+                else:
+                    wanted[key] = ("sampling/createMessage", to_wire(question), CreateMessageResult)
+            answers = ask_many(wanted)
+            return {
+                k: v.roots if isinstance(v, ListRootsResult) else v for k, v in answers.items()
+            }
+        results: dict[str, ElicitResult | CreateMessageResult | list[Root]] = {}
+
+        async def one(key: str, question: ElicitParams | CreateMessageParams | None) -> None:
+            if question is None:
+                results[key] = await self.list_roots()
+            elif isinstance(question, ElicitParams):
+                results[key] = await self.elicit(
+                    question.message, question.requested_schema or {}, as_task=False
+                )
+            else:
+                raw, _ = await self._ask("sampling/createMessage", to_wire(question))
+                results[key] = converter.structure(raw, CreateMessageResult)
+
+        async with trio.open_nursery() as nursery:
+            for key, question in questions.items():
+                nursery.start_soon(one, key, question)
+        return {key: results[key] for key in questions}
 
     async def _request_maybe_task(
         self,

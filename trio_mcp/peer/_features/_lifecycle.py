@@ -1,8 +1,14 @@
-"""The lifecycle feature: ``initialize``, version negotiation, ``ping``.
+"""The lifecycle feature: ``initialize``, version negotiation, ``ping``, ``server/discover``.
 
 Before the handshake is over, a server refuses every request but
-``initialize`` and ``ping``, and neither side sends a request but those two
-(the session's gate). ``initialize`` cannot be cancelled.
+``initialize``, ``ping`` and ``server/discover``, and neither side sends a
+request but those (the session's gate). ``initialize`` cannot be cancelled.
+
+A server connection speaks both eras: until its era is chosen, the session's
+``route`` (:func:`~._modern.choose_era`) looks at each request first;
+``initialize`` keeps this module's 2025-11-25 path, a request with modern
+``_meta`` switches the connection to the 2026-07-28 dialect (``_modern``).
+``server/discover`` is answered in either state.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ from .._messages import (
     from_wire,
 )
 from ._base import PeerCore, Role
+from ._modern import choose_era, discover
 
 #: Requests either side may send before the handshake is over.
-_BEFORE_HANDSHAKE = frozenset({"initialize", "ping"})
+_BEFORE_HANDSHAKE = frozenset({"initialize", "ping", "server/discover"})
 _NOT_INITIALIZED = ErrorData(INVALID_REQUEST, "Invalid request: the session is not initialized yet")
 
 
@@ -44,6 +51,9 @@ class Lifecycle(PeerCore):
         session.admit = self._admit
         session.request_handlers["initialize"] = self._on_initialize
         session.request_handlers["ping"] = self._on_ping
+        session.request_handlers["server/discover"] = self._on_discover
+        if self.role is Role.SERVER:
+            session.route = self._choose_era
         session.notification_handlers["notifications/initialized"] = self._on_initialized
 
     def _admit(self, req: Request) -> ErrorData | None:
@@ -75,6 +85,16 @@ class Lifecycle(PeerCore):
             server_info=self.app.info,
             instructions=self.app.instructions,
         )
+
+    def _choose_era(self, req: Request) -> ErrorData | None:
+        return choose_era(self, req)
+
+    async def _on_discover(self, req: Request) -> dict[str, Any]:
+        if self.role is not Role.SERVER:
+            raise McpError(
+                METHOD_NOT_FOUND, "Method not found: server/discover (this side is a client)"
+            )
+        return await discover(self, req)
 
     async def _on_ping(self, req: Request) -> dict[str, Any]:
         return {}

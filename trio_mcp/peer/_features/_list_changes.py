@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._messages import Notification
+from .._messages import Notification, to_wire
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
+from ._subscriptions import offer_all
 
 #: The lists that announce their changes, by notification method.
 LIST_CHANGED: Final = {
@@ -31,10 +32,15 @@ def ready(peer: PeerCore) -> bool:
 def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:
     """Queue a notification to each of ``app``'s ready connections playing ``role``.
 
+    A server's notification is also offered to the open ``subscriptions/listen``
+    requests (2026-07-28) whose filter names it.
+
     Returns:
-        How many connections it was queued for.
+        How many connections (and subscriptions) it was queued for.
     """
-    count = 0
+    count = offer_all(app.listeners, method, to_wire(params) if params is not None else None) if (
+        role is Role.SERVER
+    ) else 0
     peer: PeerCore
     for peer in list(app.connections):
         if peer.role is role and ready(peer):

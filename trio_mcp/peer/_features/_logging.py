@@ -29,6 +29,7 @@ from .._messages import (
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
 from ._list_changes import ready
+from ._modern import current_request
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -77,6 +78,10 @@ class Logging(PeerCore):
             ValueError: ``level`` is not an RFC 5424 level name.
         """
         rank = level_rank(level)
+        modern = current_request.get()
+        if modern is not None:
+            # 2026-07-28: the request's own logLevel; none means no log messages.
+            return modern.log_level is not None and rank >= level_rank(modern.log_level)
         return self.log_level is None or rank >= level_rank(self.log_level)
 
     def _log_params(

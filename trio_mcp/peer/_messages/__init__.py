@@ -6,8 +6,17 @@ Nothing here does I/O or knows about Trio; every other layer builds on it.
 from ._annotations import Annotations as Annotations
 from ._annotations import Icon as Icon
 from ._annotations import ToolAnnotations as ToolAnnotations
+from ._base import ALL_PROTOCOL_VERSIONS as ALL_PROTOCOL_VERSIONS
 from ._base import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
+from ._base import META_CLIENT_CAPABILITIES as META_CLIENT_CAPABILITIES
+from ._base import META_CLIENT_INFO as META_CLIENT_INFO
+from ._base import META_LOG_LEVEL as META_LOG_LEVEL
+from ._base import META_PROTOCOL_VERSION as META_PROTOCOL_VERSION
+from ._base import META_SERVER_INFO as META_SERVER_INFO
+from ._base import META_SUBSCRIPTION_ID as META_SUBSCRIPTION_ID
 from ._base import MODEL_IMMEDIATE_RESPONSE_META as MODEL_IMMEDIATE_RESPONSE_META
+from ._base import MODERN_PROTOCOL_VERSION as MODERN_PROTOCOL_VERSION
+from ._base import MODERN_PROTOCOL_VERSIONS as MODERN_PROTOCOL_VERSIONS
 from ._base import RELATED_TASK_META as RELATED_TASK_META
 from ._base import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
 from ._base import CancelledParams as CancelledParams

@@ -16,6 +16,19 @@ import attrs
 LATEST_PROTOCOL_VERSION: Final = "2025-11-25"
 #: Versions this peer speaks, newest first.
 SUPPORTED_PROTOCOL_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+#: MCP 2026-07-28 ("modern": per-request ``_meta``, no ``initialize``).
+MODERN_PROTOCOL_VERSION: Final = "2026-07-28"
+#: Modern versions this peer speaks, newest first.
+MODERN_PROTOCOL_VERSIONS: Final = ("2026-07-28",)
+#: Every version this peer speaks, both eras, newest first (``server/discover``).
+ALL_PROTOCOL_VERSIONS: Final = (*MODERN_PROTOCOL_VERSIONS, *SUPPORTED_PROTOCOL_VERSIONS)
+#: The reserved per-request ``_meta`` keys of 2026-07-28.
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 RELATED_TASK_META: Final = "io.modelcontextprotocol/related-task"
 MODEL_IMMEDIATE_RESPONSE_META: Final = "io.modelcontextprotocol/model-immediate-response"
 

@@ -112,6 +112,10 @@ class Session(Outbound):
             other than ``notifications/cancelled`` and ``notifications/progress``.
         admit: Called before a known request is served; an :class:`ErrorData`
             refuses it (e.g. "not initialized yet").
+        route: While set, called first with every request, before its
+            handler is looked up: it may replace the handler tables (a
+            connection's first request choosing its protocol dialect) or
+            refuse the request with an :class:`ErrorData`.
         uncancellable: Ids of incoming requests ``notifications/cancelled``
             must not stop.
         on_close: Called once when the connection closes.
@@ -123,6 +127,7 @@ class Session(Outbound):
     immediate_handlers: dict[str, ImmediateHandler] = attrs.field(factory=dict)
     notification_handlers: dict[str, NotificationHandler] = attrs.field(factory=dict)
     admit: Admission | None = None
+    route: Admission | None = None
     uncancellable: set[RequestId] = attrs.field(factory=set)
     on_close: list[Callable[[], None]] = attrs.field(factory=list)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
@@ -295,6 +300,11 @@ class Session(Outbound):
             )
             self._reply_soon(ErrorResponse(req.id, error))
             return
+        if self.route is not None:
+            refusal = self.route(req)
+            if refusal is not None:
+                self._reply_soon(ErrorResponse(req.id, refusal))
+                return
         immediate = self.immediate_handlers.get(req.method)
         handler = self.request_handlers.get(req.method) if immediate is None else None
         if immediate is None and handler is None:

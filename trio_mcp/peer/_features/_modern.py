@@ -1,0 +1,486 @@
+"""The 2026-07-28 dialect of a server connection: per-request ``_meta``, envelopes, MRTR.
+
+The features and the task runtime are written once, in the 2025-11-25 shape.
+This module is the edge where a modern request becomes one of those calls
+and its outcome becomes a modern answer:
+
+* :func:`read_request_meta` checks the request's ``_meta`` (``-32602`` for a
+  missing ``protocolVersion`` or ``clientCapabilities``, ``-32022`` for a
+  version this side does not speak) into a :class:`ModernRequest`, which is
+  current (:data:`current_request`) while the handler runs: what
+  ``RequestContext`` and the logging feature read instead of the
+  connection's handshake;
+* :func:`become_modern` replaces a connection's handler tables by wrapped
+  ones: only the methods the revision has, each answered with
+  ``resultType``, ``serverInfo`` and, for cacheable results, ``ttlMs`` and
+  ``cacheScope``; a handler stopped by :class:`~._mrtr.InputRequired` ends
+  with ``resultType: "input_required"``;
+* :func:`choose_era` is the connection's first-request switch: ``initialize``
+  keeps the 2025-11-25 path untouched, a request with modern ``_meta``
+  selects this dialect, ``server/discover`` is answered in either state.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, Final, final
+
+import attrs
+
+from ..._errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+)
+from .._messages import (
+    ALL_PROTOCOL_VERSIONS,
+    LOGGING_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+    ClientCapabilities,
+    ErrorData,
+    Implementation,
+    Request,
+    converter,
+    to_wire,
+    wire_object,
+)
+from .._session import Reply, RequestHandler
+from ._base import PeerCore
+from ._mrtr import (
+    CAPABILITY_OF,
+    MAX_QUESTIONS,
+    InputRequired,
+    RecordedRound,
+    StateCodec,
+    missing_capability,
+    read_input_responses,
+    request_digest,
+)
+from ._subscriptions import listen
+
+#: Requests a modern client may send to this server (besides the extensions').
+MODERN_METHODS: Final = frozenset({
+    "server/discover", "subscriptions/listen", "tools/list", "tools/call",
+    "resources/list", "resources/templates/list", "resources/read",
+    "prompts/list", "prompts/get", "completion/complete",
+})
+#: Requests that may end with ``input_required`` (MRTR).
+MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: Results that carry ``ttlMs`` and ``cacheScope`` (``CacheableResult``).
+CACHEABLE_METHODS: Final = frozenset({
+    "server/discover", "tools/list", "prompts/list", "resources/list",
+    "resources/templates/list", "resources/read",
+})
+#: The 2025-11-25 "resource not found" code, which 2026-07-28 must not emit.
+_LEGACY_NOT_FOUND: Final = -32002
+_LEGACY_URL_ELICITATION: Final = -32042
+
+
+@final
+@attrs.frozen
+class CacheHint:
+    """A cacheable result's ``ttlMs`` and ``cacheScope``.
+
+    Attributes:
+        ttl_ms: How long a client may reuse the result, in milliseconds.
+        scope: ``"public"`` (no per-user data) or ``"private"``.
+    """
+
+    ttl_ms: int = 0
+    scope: str = "public"
+
+
+#: The defaults: lists are the same for everyone; a resource's contents may
+#: be personal. Both are stale at once unless the App says otherwise.
+DEFAULT_CACHE_HINTS: Final = {
+    "resources/read": CacheHint(0, "private"),
+}
+
+
+@final
+@attrs.define(eq=False)
+class RoundState:
+    """The answers one run of an MRTR handler may use, and what it used.
+
+    Attributes:
+        answers: Key -> answer: the verified earlier rounds', then this request's.
+        used: The answers the handler took (recorded in the next ``requestState``).
+        asked: How many questions the handler asked so far (names unnamed keys).
+    """
+
+    answers: dict[str, Any]
+    used: dict[str, Any] = attrs.field(factory=dict)
+    asked: int = 0
+
+
+@final
+@attrs.frozen
+class ModernRequest:
+    """The per-request protocol fields of one modern request, current while it is handled.
+
+    Attributes:
+        method: The request's method.
+        protocol_version: ``io.modelcontextprotocol/protocolVersion``.
+        client_capabilities: ``io.modelcontextprotocol/clientCapabilities``.
+        client_info: ``io.modelcontextprotocol/clientInfo``, if it was well formed.
+        log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
+        round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``).
+    """
+
+    method: str
+    protocol_version: str
+    client_capabilities: ClientCapabilities
+    client_info: Implementation | None = None
+    log_level: str | None = None
+    round: RoundState | None = None
+
+    def declared(self, capability: str) -> bool:
+        """Whether the request declared the client ``capability`` (``sampling``...)."""
+        caps = self.client_capabilities
+        value = getattr(caps, capability, None)
+        return value is not None or capability in caps.extra
+
+    def answer(self, method: str, params: dict[str, Any], key: str | None) -> tuple[str, Any]:
+        """The recorded answer to one question, as ``(key, answer)``; ``answer`` is None if new.
+
+        Raises:
+            McpError: -32021 if the client did not declare the capability the
+                question needs; -32603 outside a request that may ask.
+        """
+        capability = CAPABILITY_OF[method]
+        if not self.declared(capability):
+            raise missing_capability(capability)
+        state = self.round
+        if state is None:
+            raise McpError(
+                INVALID_PARAMS, f"Invalid params: {self.method} cannot ask the client for input"
+            )
+        state.asked += 1
+        if state.asked > MAX_QUESTIONS:
+            raise McpError(INVALID_PARAMS, "Invalid params: too many questions for one request")
+        if key is None:
+            key = f"{capability}-{state.asked}"
+        found = state.answers.get(key)
+        if found is not None:
+            state.used[key] = found
+        return key, found
+
+
+#: The modern request being handled in this context, if any.
+current_request: contextvars.ContextVar[ModernRequest | None] = contextvars.ContextVar(
+    "trio_mcp_modern_request", default=None
+)
+
+
+def ask(method: str, params: dict[str, Any], result_type: type[Any], key: str | None) -> Any:
+    """Answer one question of a modern handler from the recorded answers, or stop it.
+
+    Raises:
+        InputRequired: The question has no answer yet.
+        McpError: -32602 when the recorded answer does not fit ``result_type``.
+    """
+    modern = current_request.get()
+    assert modern is not None
+    key, found = modern.answer(method, params, key)
+    if found is None:
+        raise InputRequired({key: {"method": method, "params": params}})
+    return structure_answer(key, found, result_type)
+
+
+def ask_many(questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]) -> dict[str, Any]:
+    """Answer several questions at once; all unanswered ones go out in one round.
+
+    Raises:
+        InputRequired: Some question has no answer yet (all of those are asked).
+    """
+    modern = current_request.get()
+    assert modern is not None
+    missing: dict[str, dict[str, Any]] = {}
+    results: dict[str, Any] = {}
+    for key, (method, params, result_type) in questions.items():
+        key, found = modern.answer(method, params, key)
+        if found is None:
+            missing[key] = {"method": method, "params": params}
+        else:
+            results[key] = structure_answer(key, found, result_type)
+    if missing:
+        raise InputRequired(missing)
+    return results
+
+
+def structure_answer(key: str, found: Any, result_type: type[Any]) -> Any:
+    """``found`` as ``result_type``, or -32602 naming the input response."""
+    try:
+        return converter.structure(found, result_type)
+    except Exception:
+        raise McpError(
+            INVALID_PARAMS,
+            f"Invalid params: inputResponses[{key[:64]!r}] is not a valid "
+            f"{result_type.__name__}",
+        ) from None
+
+
+# --- reading a request -----------------------------------------------------------------
+
+
+def is_modern_shaped(req: Request) -> bool:
+    """Whether ``req`` carries any of the modern per-request ``_meta`` fields."""
+    params = req.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and (
+        META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
+    )
+
+
+def read_request_meta(req: Request) -> ModernRequest:
+    """The modern protocol fields of ``req``.
+
+    Raises:
+        McpError: -32602 for a missing or malformed required field; -32022
+            (with ``data.supported`` and ``data.requested``) for a version
+            this side does not speak in this era.
+    """
+    params = req.params if isinstance(req.params, dict) else {}
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise McpError(
+            INVALID_PARAMS,
+            f"Invalid params: _meta with {META_PROTOCOL_VERSION} and "
+            f"{META_CLIENT_CAPABILITIES} is required",
+        )
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise McpError(INVALID_PARAMS, f"Invalid params: _meta.{META_PROTOCOL_VERSION} is required")
+    caps = meta.get(META_CLIENT_CAPABILITIES)
+    if not isinstance(caps, dict):
+        raise McpError(
+            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is required"
+        )
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise unsupported_version(version)
+    try:
+        capabilities = converter.structure(caps, ClientCapabilities)
+    except Exception:
+        raise McpError(
+            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is malformed"
+        ) from None
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOGGING_LEVELS:
+        raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level {str(level)[:20]!r}")
+    info = None
+    raw_info = meta.get(META_CLIENT_INFO)
+    if isinstance(raw_info, dict):
+        try:
+            info = converter.structure(raw_info, Implementation)
+        except Exception:
+            info = None  # self-reported and for display only: a bad one is ignored
+    return ModernRequest(req.method, version, capabilities, info, level)
+
+
+def unsupported_version(requested: str) -> McpError:
+    """The -32022 error naming every version this side speaks."""
+    return McpError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version: {requested[:40]!r}",
+        {"supported": list(ALL_PROTOCOL_VERSIONS), "requested": requested},
+    )
+
+
+# --- answering ---------------------------------------------------------------------------
+
+
+def server_info_meta(peer: PeerCore) -> dict[str, Any]:
+    """``{"io.modelcontextprotocol/serverInfo": ...}`` for a result's ``_meta``."""
+    return {META_SERVER_INFO: to_wire(peer.app.info)}
+
+
+def cache_hint(peer: PeerCore, method: str) -> CacheHint:
+    """The App's cache hint for ``method``'s results, else the default."""
+    hints: Mapping[str, CacheHint] = peer.app.cache_hints
+    return hints.get(method) or DEFAULT_CACHE_HINTS.get(method) or CacheHint()
+
+
+def envelope(peer: PeerCore, method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A handler's result (wire JSON) in the modern shape, as a new dict."""
+    out = dict(result)
+    out.setdefault("resultType", "complete")
+    meta = dict(out.get("_meta") or {})
+    meta.setdefault(META_SERVER_INFO, to_wire(peer.app.info))
+    out["_meta"] = meta
+    if method in CACHEABLE_METHODS:
+        hint = cache_hint(peer, method)
+        out.setdefault("ttlMs", hint.ttl_ms)
+        out.setdefault("cacheScope", hint.scope)
+    if method == "tools/list":
+        # Tasks are an extension in this revision: no core ``execution.taskSupport``.
+        out["tools"] = [_modern_tool(tool) for tool in out.get("tools", [])]
+    return out
+
+
+def _modern_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    if "execution" not in tool:
+        return tool
+    return {k: v for k, v in tool.items() if k != "execution"}
+
+
+def modern_capabilities(peer: PeerCore) -> dict[str, Any]:
+    """The server capabilities as this revision has them (``server/discover``)."""
+    caps = dict(to_wire(peer.app.server_capabilities()))
+    caps.pop("tasks", None)  # the core tasks of 2025-11-25 (an extension now)
+    extensions = dict(caps.get("extensions") or {})
+    caps["extensions"] = extensions
+    return caps
+
+
+def _principal(peer: PeerCore) -> str | None:
+    context = peer.bus.context
+    return context if isinstance(context, str) else None
+
+
+def codec_of(peer: PeerCore) -> StateCodec:
+    """The App's ``requestState`` codec."""
+    codec: StateCodec = peer.app.state_codec
+    return codec
+
+
+def _legacy_code(exc: McpError) -> McpError:
+    """A 2025-11-25-only error code as its 2026-07-28 counterpart."""
+    if exc.code in (_LEGACY_NOT_FOUND, _LEGACY_URL_ELICITATION):
+        return McpError(INVALID_PARAMS, exc.message, exc.data)
+    return exc
+
+
+def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> RequestHandler:
+    """``handler`` (a request or immediate handler) as a modern request handler."""
+
+    async def serve(req: Request) -> Any:
+        modern = read_request_meta(req)
+        params = dict(req.params or {})
+        params.pop("task", None)  # core tasks are not part of this revision
+        recorded: RecordedRound | None = None
+        if method in MRTR_METHODS:
+            responses = read_input_responses(params)
+            digest = request_digest(method, params)
+            if "requestState" in params:
+                recorded = codec_of(peer).open(
+                    params["requestState"], digest=digest, principal=_principal(peer)
+                )
+            answers = dict(recorded.answers) if recorded is not None else {}
+            answers.update(responses)
+            modern = attrs.evolve(modern, round=RoundState(answers))
+        inner = Request(req.id, req.method, params)
+        token = current_request.set(modern)
+        try:
+            out = handler(inner)
+            if inspect.isawaitable(out):
+                out = await out
+        except InputRequired as need:
+            assert modern.round is not None
+            return input_required_result(peer, method, params, modern.round, need)
+        except McpError as exc:
+            raise _legacy_code(exc) from None
+        finally:
+            current_request.reset(token)
+        if isinstance(out, Reply):
+            return Reply(envelope(peer, method, out.result), out.after_send)
+        return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
+
+    return serve
+
+
+def input_required_result(
+    peer: PeerCore, method: str, params: dict[str, Any], state: RoundState, need: InputRequired
+) -> dict[str, Any]:
+    """The ``input_required`` result for a handler stopped by ``need``."""
+    sealed = codec_of(peer).seal(
+        digest=request_digest(method, params), principal=_principal(peer),
+        answers=state.used, asked=list(need.requests),
+    )
+    return {
+        "resultType": "input_required",
+        "inputRequests": need.requests,
+        "requestState": sealed,
+        "_meta": server_info_meta(peer),
+    }
+
+
+async def _refuse_initialize(req: Request) -> Any:
+    params = req.params if isinstance(req.params, dict) else {}
+    requested = params.get("protocolVersion")
+    error = unsupported_version(requested if isinstance(requested, str) else "")
+    error.message = (
+        "Unsupported protocol version: this connection speaks 2026-07-28 (its first "
+        "request chose it); open a new connection to use initialize"
+    )
+    raise error
+
+
+def become_modern(peer: PeerCore) -> None:
+    """Serve ``peer``'s connection in the 2026-07-28 dialect from now on.
+
+    The methods this revision has are wrapped (see :func:`wrap`);
+    ``initialize`` is refused with -32022, every other method is -32601.
+    """
+    session = peer.session
+    handlers: dict[str, RequestHandler] = {}
+    for table in (session.request_handlers, session.immediate_handlers):
+        for method, handler in table.items():
+            if method in MODERN_METHODS and method not in handlers:
+                handlers[method] = handler if method == "server/discover" else wrap(
+                    peer, method, handler
+                )
+    handlers["subscriptions/listen"] = wrap(peer, "subscriptions/listen", partial(listen, peer))
+    handlers["initialize"] = _refuse_initialize
+    session.request_handlers = handlers
+    session.immediate_handlers = {}
+    session.admit = None
+    session.route = None
+    peer.protocol_version = MODERN_PROTOCOL_VERSION
+
+
+def choose_era(peer: PeerCore, req: Request) -> ErrorData | None:
+    """The first-request switch of a server connection (the session's ``route``).
+
+    ``initialize`` selects 2025-11-25 for the connection, as before; a
+    request carrying a supported modern ``_meta`` selects 2026-07-28;
+    ``server/discover`` (and a modern request with bad ``_meta``) is
+    answered without choosing.
+    """
+    if req.method == "initialize":
+        peer.session.route = None
+        return None
+    if req.method == "server/discover" or not is_modern_shaped(req):
+        return None
+    try:
+        read_request_meta(req)
+    except McpError as exc:
+        return ErrorData(exc.code, exc.message, exc.data)
+    become_modern(peer)
+    return None
+
+
+async def discover(peer: PeerCore, req: Request) -> dict[str, Any]:
+    """``server/discover``: versions, capabilities, instructions and identity."""
+    read_request_meta(req)
+    result: dict[str, Any] = {
+        "supportedVersions": list(ALL_PROTOCOL_VERSIONS),
+        "capabilities": modern_capabilities(peer),
+    }
+    if peer.app.instructions is not None:
+        result["instructions"] = peer.app.instructions
+    return envelope(peer, "server/discover", result)
+
+
+def removed_method(method: str) -> McpError:
+    """The -32601 error for a method this revision removed or does not have."""
+    return McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")

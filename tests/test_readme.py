@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tomllib
 
-from trio_mcp._cli import EPILOG
+from trio_mcp._cli._main import EPILOG
 
 from .helpers import ROOT
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import trio
 
+from ..transports._memory import open_memory_pair
+from ..transports._websocket_client import open_websocket_client
+from ..transports._websocket_server import serve_websocket
 from ._demo_scenario import Event, Host, build_agent_a, build_agent_b, run_scenario
 from ._demo_view import Board, RichView, _plain_summary
 from ._terminal import Terminal, rich_console
-from .transports._memory import open_memory_pair
-from .transports._websocket_client import open_websocket_client
-from .transports._websocket_server import serve_websocket
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 #: Agent B's bearer token travels to its process in this environment variable.
 TOKEN_ENV: Final = "TRIO_MCP_DEMO_TOKEN"
 #: The directory holding the trio_mcp package, for agent B's process.
-PACKAGE_ROOT: Final = str(Path(__file__).resolve().parent.parent)
+PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[2])
 
 
 class DemoError(Exception):

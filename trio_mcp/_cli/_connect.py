@@ -20,11 +20,10 @@ from typing import Any, Final, final
 import httpx
 import trio
 
-from . import __version__
-from ._errors import METHOD_NOT_FOUND, RemoteError
-from ._terminal import Terminal, elicit_reply, rich_console
-from .peer._features import App, Peer, RequestContext
-from .peer._messages import (
+from .. import __version__
+from .._errors import METHOD_NOT_FOUND, RemoteError
+from ..peer._features import App, Peer, RequestContext
+from ..peer._messages import (
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
@@ -33,10 +32,11 @@ from .peer._messages import (
     ProgressParams,
     Task,
 )
-from .transports._client import INIT_TIMEOUT, InitializeTimeout
-from .transports._http_client import open_http_client
-from .transports._stdio import open_stdio_client
-from .transports._websocket_client import open_websocket_client
+from ..transports._client import INIT_TIMEOUT, InitializeTimeout
+from ..transports._http_client import open_http_client
+from ..transports._stdio import open_stdio_client
+from ..transports._websocket_client import open_websocket_client
+from ._terminal import Terminal, elicit_reply, rich_console
 
 PROG: Final = "trio-mcp"
 EXIT_OK: Final = 0

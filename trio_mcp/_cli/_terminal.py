@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
 import trio
 
-from ._errors import McpError
-from .peer._messages import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+from .._errors import McpError
+from ..peer._messages import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -20,9 +20,8 @@ from typing import Any
 
 import trio
 
-from ._cli_connect import EXIT_OK, CliError, StatusView, client_app, connect, parse_json_object
-from .peer._features import Peer
-from .peer._messages import (
+from ..peer._features import Peer
+from ..peer._messages import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
@@ -35,6 +34,7 @@ from .peer._messages import (
     TextResourceContents,
     to_wire,
 )
+from ._connect import EXIT_OK, CliError, StatusView, client_app, connect, parse_json_object
 
 #: What a command does once connected: its output (lines, or JSON with ``--json``).
 Action = Callable[[Peer], Awaitable[list[str]]]

@@ -11,7 +11,7 @@ Results go to stdout; live status, progress and prompts go to stderr, so
 ``--json`` output can be piped.
 
 This module parses the arguments and turns failures into exit statuses; the
-commands themselves are in :mod:`._cli_commands` and :mod:`._cli_features`.
+commands themselves are in :mod:`._commands` and :mod:`._features`.
 """
 
 from __future__ import annotations
@@ -26,25 +26,8 @@ from typing import Any, Final
 import httpx
 import trio_websocket
 
-from . import __version__
-from ._cli_commands import (
-    EXAMPLE_SERVER,
-    run_call,
-    run_demo,
-    run_demo_agent_b,
-    run_serve_example,
-    run_tasks,
-)
-from ._cli_connect import (
-    EXIT_FAILURE,
-    EXIT_INTERRUPTED,
-    EXIT_TOOL_ERROR,
-    PROG,
-    CliError,
-    not_a_server,
-)
-from ._cli_features import run_prompts, run_resources
-from ._errors import (
+from .. import __version__
+from .._errors import (
     METHOD_NOT_FOUND,
     ConnectionClosed,
     LocalUsageError,
@@ -52,9 +35,26 @@ from ._errors import (
     RemoteProtocolError,
     TrioMcpError,
 )
-from ._util import quiet_interrupted_coroutines
-from .peer._messages import LOGGING_LEVELS
-from .transports._client import INIT_TIMEOUT, is_interrupt
+from .._util import quiet_interrupted_coroutines
+from ..peer._messages import LOGGING_LEVELS
+from ..transports._client import INIT_TIMEOUT, is_interrupt
+from ._commands import (
+    EXAMPLE_SERVER,
+    run_call,
+    run_demo,
+    run_demo_agent_b,
+    run_serve_example,
+    run_tasks,
+)
+from ._connect import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_TOOL_ERROR,
+    PROG,
+    CliError,
+    not_a_server,
+)
+from ._features import run_prompts, run_resources
 
 __all__ = ["CliError", "build_parser", "describe_error", "main"]
 

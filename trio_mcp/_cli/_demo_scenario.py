@@ -27,11 +27,10 @@ from typing import Any, Final, final
 
 import trio
 
-from . import __version__
-from ._errors import RemoteError
-from ._terminal import Terminal
-from .peer._features import App, Peer, RequestContext
-from .peer._messages import (
+from .. import __version__
+from .._errors import RemoteError
+from ..peer._features import App, Peer, RequestContext
+from ..peer._messages import (
     CallToolResult,
     CreateMessageParams,
     CreateMessageResult,
@@ -40,7 +39,8 @@ from .peer._messages import (
     TaskStatus,
     TextContent,
 )
-from .peer._tasks import TaskHandle, TaskLimits, TaskRegistry
+from ..peer._tasks import TaskHandle, TaskLimits, TaskRegistry
+from ._terminal import Terminal
 
 Event = dict[str, Any]
 Emit = Callable[[Event], None]

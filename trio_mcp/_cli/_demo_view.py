@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Final, final
 import attrs
 import trio
 
+from ..peer._messages import TaskStatus
 from ._demo_scenario import Event
-from .peer._messages import TaskStatus
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

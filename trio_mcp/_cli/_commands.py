@@ -1,8 +1,8 @@
 """The commands of ``trio-mcp``: ``call``, ``tasks``, ``serve-example`` and ``demo``.
 
-Argument parsing and the exit statuses are in :mod:`._cli`; connecting and the
-client App in :mod:`._cli_connect`; ``resources`` and ``prompts`` in
-:mod:`._cli_features`. Each ``run_*`` function here takes the parsed
+Argument parsing and the exit statuses are in :mod:`._main`; connecting and the
+client App in :mod:`._connect`; ``resources`` and ``prompts`` in
+:mod:`._features`. Each ``run_*`` function here takes the parsed
 arguments, runs one :func:`trio.run` and returns the exit status, or raises
 :class:`CliError` for a one-line failure.
 """
@@ -22,7 +22,15 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from ._cli_connect import (
+from .._errors import RemoteError
+from .._util import quiet_interrupted_coroutines
+from ..peer._features import App, Peer
+from ..peer._messages import CallToolResult, TextContent, to_wire
+from ..transports._client import is_interrupt
+from ..transports._http_server import serve_http
+from ..transports._stdio import serve_stdio
+from ..transports._websocket_server import serve_websocket
+from ._connect import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TOOL_ERROR,
@@ -34,17 +42,9 @@ from ._cli_connect import (
     parse_json_object,
     target_option,
 )
-from ._errors import RemoteError
-from ._util import quiet_interrupted_coroutines
-from .peer._features import App, Peer
-from .peer._messages import CallToolResult, TextContent, to_wire
-from .transports._client import is_interrupt
-from .transports._http_server import serve_http
-from .transports._stdio import serve_stdio
-from .transports._websocket_server import serve_websocket
 
 #: Where ``serve-example`` finds the example server: the source checkout.
-EXAMPLE_SERVER: Final = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
+EXAMPLE_SERVER: Final = Path(__file__).resolve().parents[2] / "examples" / "task_server.py"
 
 
 # --- call ------------------------------------------------------------------------------------

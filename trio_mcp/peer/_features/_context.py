@@ -7,8 +7,6 @@ import logging
 import secrets
 from typing import Any, TypeVar, final
 
-import trio
-
 from ..._errors import ConnectionClosed, LocalUsageError
 from .._messages import (
     ClientCapabilities,
@@ -25,13 +23,13 @@ from .._messages import (
     check_form_schema,
     converter,
     related_task_meta,
-    task_capability,
     to_wire,
 )
-from .._tasks import TaskActor, TaskConnection, TaskHandle
+from .._tasks import TaskActor, TaskConnection
 from ._base import PeerCore
 from ._logging import Logging
-from ._modern import ask, ask_many, current_request
+from ._modern import ask, current_request
+from ._questions import ask_all, request_maybe_task
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -187,7 +185,7 @@ class RequestContext:
         if problem is not None:
             raise LocalUsageError(f"not a form-mode schema: {problem}")
         params = ElicitParams(message=message, requested_schema=requested_schema, mode="form")
-        return await self._request_maybe_task(
+        return await request_maybe_task(self,
             "elicitation/create", to_wire(params), ElicitResult, as_task, ttl
         )
 
@@ -327,78 +325,12 @@ class RequestContext:
         caps = self.peer.remote_client_capabilities
         if caps is None or caps.sampling is None:
             raise LocalUsageError("the client did not declare the sampling capability")
-        return await self._request_maybe_task(
+        return await request_maybe_task(self,
             "sampling/createMessage", to_wire(params), CreateMessageResult, as_task, ttl
         )
 
-    async def ask_all(self, questions: dict[str, ElicitParams | CreateMessageParams | None],
-                      ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
-        """Ask several questions at once: ``{key: ElicitParams | CreateMessageParams | None}``.
-
-        ``None`` asks for the client's roots. In 2026-07-28 every unanswered
-        question goes out in one ``input_required`` round; in a 2025-11-25
-        session the requests are sent concurrently.
-
-        Returns:
-            Key -> ``ElicitResult``, ``CreateMessageResult`` or a list of roots.
-
-        Raises:
-            InputRequired, McpError: (2026-07-28) as for :meth:`elicit`.
-            LocalUsageError, RemoteError: (2025-11-25) as for the single questions.
-
-        Cancellation: (2025-11-25) withdraws the questions still open.
-        """
-        if current_request.get() is not None:
-            wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
-            for key, question in questions.items():
-                if question is None:
-                    wanted[key] = ("roots/list", {}, ListRootsResult)
-                elif isinstance(question, ElicitParams):
-                    wanted[key] = ("elicitation/create", to_wire(question), ElicitResult)
-                else:
-                    wanted[key] = ("sampling/createMessage", to_wire(question), CreateMessageResult)
-            answers = ask_many(wanted)
-            return {
-                k: v.roots if isinstance(v, ListRootsResult) else v for k, v in answers.items()
-            }
-        results: dict[str, ElicitResult | CreateMessageResult | list[Root]] = {}
-
-        async def one(key: str, question: ElicitParams | CreateMessageParams | None) -> None:
-            if question is None:
-                results[key] = await self.list_roots()
-            elif isinstance(question, ElicitParams):
-                results[key] = await self.elicit(
-                    question.message, question.requested_schema or {}, as_task=False
-                )
-            else:
-                raw, _ = await self._ask("sampling/createMessage", to_wire(question))
-                results[key] = converter.structure(raw, CreateMessageResult)
-
-        async with trio.open_nursery() as nursery:
-            for key, question in questions.items():
-                nursery.start_soon(one, key, question)
-        return {key: results[key] for key in questions}
-
-    async def _request_maybe_task(
-        self,
-        method: str,
-        params: dict[str, Any],
-        result_type: type[T],
-        as_task: bool,
-        ttl: int | None,
-    ) -> T:
-        use_task = as_task and task_capability(self.peer.remote_client_capabilities, method)
-        if use_task:
-            params["task"] = {} if ttl is None else {"ttl": ttl}
-        raw, via = await self._ask(method, params)
-        if use_task and isinstance(raw.get("task"), dict):
-            # The answer came over a connection of ours (a peer), maybe not
-            # the one the request arrived on: follow the task there.
-            conn = via if isinstance(via, PeerCore) else self.peer
-            handle = TaskHandle.from_create_result(conn, raw, result_type)
-            log.debug("%s hosted by the client as task %s", method, handle.task_id)
-            await handle.wait()
-            return await handle.result()
-        result: T = converter.structure(raw, result_type)
-        return result
-
+    async def ask_all(
+        self, questions: dict[str, ElicitParams | CreateMessageParams | None]
+    ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
+        """Ask several questions at once (``None``: the roots); see :func:`~._questions.ask_all`."""
+        return await ask_all(self, questions)

@@ -112,14 +112,10 @@ class Session(Outbound):
             other than ``notifications/cancelled`` and ``notifications/progress``.
         admit: Called before a known request is served; an :class:`ErrorData`
             refuses it (e.g. "not initialized yet").
-        route: While set, called first with every request, before its
-            handler is looked up: it may replace the handler tables (a
-            connection's first request choosing its protocol dialect) or
-            refuse the request with an :class:`ErrorData`.
-        uncancellable: Ids of incoming requests ``notifications/cancelled``
-            must not stop.
+        route: While set, called with each request before its handler is looked
+            up: it may swap the tables (the dialect) or refuse it (:class:`ErrorData`).
+        uncancellable: Ids of incoming requests ``notifications/cancelled`` must not stop.
         on_close: Called once when the connection closes.
-
     The calling half (:meth:`request`, :meth:`notify`...) is :class:`Outbound`'s.
     """
 
@@ -300,22 +296,16 @@ class Session(Outbound):
             )
             self._reply_soon(ErrorResponse(req.id, error))
             return
-        if self.route is not None:
-            refusal = self.route(req)
-            if refusal is not None:
-                self._reply_soon(ErrorResponse(req.id, refusal))
-                return
+        if self.route is not None and _refused(self, self.route, req):
+            return
         immediate = self.immediate_handlers.get(req.method)
         handler = self.request_handlers.get(req.method) if immediate is None else None
         if immediate is None and handler is None:
             error = ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
             self._reply_soon(ErrorResponse(req.id, error))
             return
-        if self.admit is not None:
-            refusal = self.admit(req)
-            if refusal is not None:
-                self._reply_soon(ErrorResponse(req.id, refusal))
-                return
+        if self.admit is not None and _refused(self, self.admit, req):
+            return
         if handler is not None:
             work: Awaitable[Any] = handler(req)
         else:
@@ -408,6 +398,15 @@ class Session(Outbound):
         else:
             log.debug("response to unknown id %r ignored", msg.id)
 
+
+
+def _refused(session: Session, check: Admission, req: Request) -> bool:
+    """Run an admission ``check``; if it refuses ``req``, answer with its error."""
+    refusal = check(req)
+    if refusal is None:
+        return False
+    session._reply_soon(ErrorResponse(req.id, refusal))
+    return True
 
 
 def _answer(req: Request, out: Any) -> tuple[Message, Callable[[], None] | None]:

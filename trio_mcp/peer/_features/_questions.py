@@ -1,0 +1,130 @@
+"""Questions a handler asks the client, written once for both eras (used by ``RequestContext``).
+
+2025-11-25: real server-to-client requests (``elicitation/create``,
+``sampling/createMessage``, ``roots/list``), hosted by the client as tasks
+when it declared so. 2026-07-28: multi round-trip questions (``_modern``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol, TypeVar
+
+import trio
+
+from .._messages import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+    ListRootsResult,
+    Root,
+    converter,
+    task_capability,
+    to_wire,
+)
+from .._tasks import TaskHandle
+from ._base import PeerCore
+from ._modern import ask_many, current_request
+
+log = logging.getLogger("trio_mcp.peer")
+T = TypeVar("T")
+
+
+class Asker(Protocol):
+    """What these functions need of a ``RequestContext``."""
+
+    @property
+    def peer(self) -> PeerCore:
+        """The connection the request came on."""
+        ...
+
+    async def _ask(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], Any]: ...
+
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """Ask for the roots."""
+        ...
+
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], *, as_task: bool = False,
+        ttl: int | None = None, key: str | None = None,
+    ) -> ElicitResult:
+        """Ask the user a form question."""
+        ...
+
+
+async def ask_all(
+    ctx: Asker, questions: dict[str, ElicitParams | CreateMessageParams | None]
+) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
+    """Ask several questions at once: ``{key: ElicitParams | CreateMessageParams | None}``.
+
+    ``None`` asks for the client's roots. In 2026-07-28 every unanswered
+    question goes out in one ``input_required`` round; in a 2025-11-25
+    session the requests are sent concurrently.
+
+    Returns:
+        Key -> ``ElicitResult``, ``CreateMessageResult`` or a list of roots.
+
+    Raises:
+        InputRequired, McpError: (2026-07-28) as for ``RequestContext.elicit``.
+        LocalUsageError, RemoteError: (2025-11-25) as for the single questions.
+
+    Cancellation: (2025-11-25) withdraws the questions still open.
+    """
+    if current_request.get() is not None:
+        wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
+        for key, question in questions.items():
+            if question is None:
+                wanted[key] = ("roots/list", {}, ListRootsResult)
+            elif isinstance(question, ElicitParams):
+                wanted[key] = ("elicitation/create", to_wire(question), ElicitResult)
+            else:
+                wanted[key] = ("sampling/createMessage", to_wire(question), CreateMessageResult)
+        answers = ask_many(wanted)
+        return {
+            k: v.roots if isinstance(v, ListRootsResult) else v for k, v in answers.items()
+        }
+    results: dict[str, ElicitResult | CreateMessageResult | list[Root]] = {}
+
+    async def one(key: str, question: ElicitParams | CreateMessageParams | None) -> None:
+        if question is None:
+            results[key] = await ctx.list_roots()
+        elif isinstance(question, ElicitParams):
+            results[key] = await ctx.elicit(
+                question.message, question.requested_schema or {}, as_task=False
+            )
+        else:
+            raw, _ = await ctx._ask("sampling/createMessage", to_wire(question))
+            results[key] = converter.structure(raw, CreateMessageResult)
+
+    async with trio.open_nursery() as nursery:
+        for key, question in questions.items():
+            nursery.start_soon(one, key, question)
+    return {key: results[key] for key in questions}
+
+
+async def request_maybe_task(
+    ctx: Asker,
+    method: str,
+    params: dict[str, Any],
+    result_type: type[T],
+    as_task: bool,
+    ttl: int | None,
+) -> T:
+    """Send a question to the client, as a task it hosts when asked and declared."""
+    use_task = as_task and task_capability(ctx.peer.remote_client_capabilities, method)
+    if use_task:
+        params["task"] = {} if ttl is None else {"ttl": ttl}
+    raw, via = await ctx._ask(method, params)
+    if use_task and isinstance(raw.get("task"), dict):
+        # The answer came over a connection of ours (a peer), maybe not
+        # the one the request arrived on: follow the task there.
+        conn = via if isinstance(via, PeerCore) else ctx.peer
+        handle = TaskHandle.from_create_result(conn, raw, result_type)
+        log.debug("%s hosted by the client as task %s", method, handle.task_id)
+        await handle.wait()
+        return await handle.result()
+    result: T = converter.structure(raw, result_type)
+    return result

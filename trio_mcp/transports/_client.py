@@ -1,4 +1,4 @@
-"""What the stdio and WebSocket clients share: the bounded handshake, and Ctrl-C.
+"""What the stdio, WebSocket and HTTP clients share: the bounded handshake, the era, and Ctrl-C.
 
 :func:`open_client_peer` runs the client :class:`Peer` with a time limit on
 the ``initialize`` handshake.
@@ -24,6 +24,7 @@ client context manager.
 from __future__ import annotations
 
 import math
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final
@@ -34,6 +35,7 @@ from .._errors import HandshakeTimeout
 from .._util import interrupt_wins as interrupt_wins
 from .._util import is_interrupt as is_interrupt
 from ..peer import App, Implementation, MessageBus, Peer, Role, open_peer
+from ..peer._features._modern_client import ERAS
 
 #: Seconds a server has to answer ``initialize``, by default.
 INIT_TIMEOUT: Final = 30.0
@@ -43,6 +45,43 @@ INIT_TIMEOUT: Final = 30.0
 #: :class:`trio_mcp.HandshakeTimeout`, a :class:`ConnectionClosed`).
 InitializeTimeout = HandshakeTimeout
 
+#: The era the ``open_*_client`` functions speak unless told otherwise. ``"auto"``
+#: is opt-in until the tasks extension of 2026-07-28 is supported: a modern
+#: connection has no 2025-11-25 tasks.
+DEFAULT_ERA: Final = "2025-11-25"
+
+
+def check_era(era: str) -> str:
+    """``era`` if a client may ask for it (``"auto"``, ``"2025-11-25"``, ``"2026-07-28"``).
+
+    Raises:
+        ValueError: Any other value.
+    """
+    if era not in ERAS:
+        raise ValueError(f"era must be one of {', '.join(map(repr, ERAS))}, not {era!r}")
+    return era
+
+def server_key(url: str) -> str:
+    """The name under which ``auto`` remembers a URL's era: ``scheme://host:port/path``.
+
+    The query, fragment and credentials are left out; the default port is
+    written out, so ``http://h/mcp`` and ``http://h:80/mcp`` are one server.
+    """
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(scheme)
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path or '/'}"
+
+
 @asynccontextmanager
 async def open_client_peer(
     app: App,
@@ -50,29 +89,42 @@ async def open_client_peer(
     *,
     client_info: Implementation | None,
     init_timeout: float | None,
+    era: str = DEFAULT_ERA,
 ) -> AsyncIterator[Peer]:
-    """Run a client :class:`Peer` over ``bus``; the block starts after ``initialize``.
+    """Run a client :class:`Peer` over ``bus``; the block starts after the handshake.
 
     Args:
         app: What this client offers.
-        bus: The transport's bus.
+        bus: The transport's bus; ``bus.info["server_key"]`` names the server
+            for the era cache of ``auto``.
         client_info: ``clientInfo`` to send instead of the App's.
-        init_timeout: Seconds the server has to answer ``initialize``;
+        init_timeout: Seconds the server has to answer ``initialize`` (or
+            ``server/discover``, and the ``auto`` probe with its fallback);
             ``None`` waits forever.
+        era: ``"2025-11-25"`` (``initialize``), ``"2026-07-28"``
+            (``server/discover``, per-request ``_meta``) or ``"auto"`` (probe,
+            fall back to ``initialize``); ``peer.protocol_version`` tells the
+            outcome.
 
     Raises:
+        ValueError: An unknown ``era``.
         ConnectionClosed: The server did not answer ``initialize`` in time
             (the message says so), or the connection ended first.
-        RemoteError, RemoteProtocolError: The server refused the handshake.
+        RemoteError, RemoteProtocolError: The server refused the handshake
+            (:class:`~trio_mcp.UnsupportedProtocolVersion` and the other
+            typed errors for the modern codes).
 
     Cancellation: cancelling the handshake or the block closes the
         connection (the peer stops; the caller closes the transport).
     """
+    check_era(era)
     deadline = math.inf if init_timeout is None else trio.current_time() + init_timeout
     timed_out = f"the server did not answer initialize within {init_timeout or 0:g} s"
     started = False
     with trio.CancelScope(deadline=deadline) as scope:
-        async with open_peer(app, bus, Role.CLIENT, client_info=client_info) as peer:
+        async with open_peer(
+            app, bus, Role.CLIENT, client_info=client_info, era=era
+        ) as peer:
             if scope.cancel_called:  # the deadline passed as the handshake ended
                 raise InitializeTimeout(timed_out)
             scope.deadline = math.inf

@@ -38,7 +38,7 @@ from ..peer import (
     decode_message,
     open_bus,
 )
-from ._client import INIT_TIMEOUT, interrupt_wins, open_client_peer
+from ._client import DEFAULT_ERA, INIT_TIMEOUT, check_era, interrupt_wins, open_client_peer
 from ._framing import DEFAULT_MAX_LINE, LineBuffer, LineTooLong
 from ._pipes import READ_SIZE, DirectWriter, encode_line, fd_reader, fd_writer
 
@@ -197,6 +197,7 @@ async def open_stdio_client(
     max_line: int = DEFAULT_MAX_LINE,
     client_info: Implementation | None = None,
     init_timeout: float | None = INIT_TIMEOUT,
+    era: str = DEFAULT_ERA,
 ) -> AsyncIterator[Peer]:
     """Spawn an MCP server command and yield the client :class:`Peer` talking to it.
 
@@ -212,6 +213,13 @@ async def open_stdio_client(
         client_info: ``clientInfo`` to send instead of the App's.
         init_timeout: Seconds the server has to answer ``initialize``
             (:data:`INIT_TIMEOUT`, 30, by default); ``None`` waits forever.
+        era: The protocol revision: ``"2025-11-25"`` (default, the
+            ``initialize`` handshake), ``"2026-07-28"`` (``server/discover``
+            and per-request ``_meta``) or ``"auto"`` (probe with
+            ``server/discover``, fall back to ``initialize``; the choice is
+            remembered per command line). ``peer.protocol_version`` tells
+            which one is spoken. ``auto`` is opt-in: a 2026-07-28 connection
+            has no 2025-11-25 tasks.
 
     The server runs in a session of its own, so a Ctrl-C in the
     terminal interrupts this program only; the server is then stopped the
@@ -220,6 +228,7 @@ async def open_stdio_client(
     seconds to exit, then its process group gets SIGTERM, then SIGKILL.
 
     Raises:
+        ValueError: An unknown ``era``.
         OSError: The command could not be started.
         RemoteError, ConnectionClosed: The handshake failed (e.g. the server
             exited at once). ``ConnectionClosed`` also when the server did
@@ -231,6 +240,7 @@ async def open_stdio_client(
         up to twice :data:`SHUTDOWN_GRACE` seconds. A Ctrl-C arrives as a
         plain ``KeyboardInterrupt``, never wrapped in a group.
     """
+    check_era(era)
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     app = app if app is not None else App("trio-mcp-client")
     with interrupt_wins(), unwrap_group():
@@ -245,11 +255,13 @@ async def open_stdio_client(
                 start_new_session=True,  # a terminal's Ctrl-C reaches us only
             )
             assert proc.stdin is not None and proc.stdout is not None
-            bus, ends = open_bus(info={"transport": "stdio", "pid": proc.pid})
+            bus, ends = open_bus(info={
+                "transport": "stdio", "pid": proc.pid, "server_key": shlex.join(argv),
+            })
             nursery.start_soon(_run_and_reap, proc, ends, max_line)
             try:
                 async with open_client_peer(
-                    app, bus, client_info=client_info, init_timeout=init_timeout
+                    app, bus, client_info=client_info, init_timeout=init_timeout, era=era
                 ) as peer:
                     yield peer
             finally:

@@ -17,7 +17,14 @@ import trio_websocket
 
 from .._util import unwrap_group
 from ..peer import App, Implementation, Peer
-from ._client import INIT_TIMEOUT, interrupt_wins, open_client_peer
+from ._client import (
+    DEFAULT_ERA,
+    INIT_TIMEOUT,
+    check_era,
+    interrupt_wins,
+    open_client_peer,
+    server_key,
+)
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -60,6 +67,7 @@ async def open_websocket_client(
     client_info: Implementation | None = None,
     ssl_context: ssl.SSLContext | None = None,
     init_timeout: float | None = INIT_TIMEOUT,
+    era: str = DEFAULT_ERA,
 ) -> AsyncIterator[Peer]:
     """Connect to an MCP WebSocket server and yield the client :class:`Peer`.
 
@@ -79,9 +87,16 @@ async def open_websocket_client(
         ssl_context: For ``wss://`` URLs; the default context when omitted.
         init_timeout: Seconds the server has to answer ``initialize`` once
             the WebSocket is open (30 by default); ``None`` waits forever.
+        era: The protocol revision: ``"2025-11-25"`` (default, the
+            ``initialize`` handshake), ``"2026-07-28"`` (``server/discover``
+            and per-request ``_meta``) or ``"auto"`` (probe with
+            ``server/discover``, fall back to ``initialize``; the choice is
+            remembered per ``scheme://host:port/path``).
+            ``peer.protocol_version`` tells which one is spoken. ``auto`` is
+            opt-in: a 2026-07-28 connection has no 2025-11-25 tasks.
 
     Raises:
-        ValueError: A bad URL, or a token/origin that cannot be a header.
+        ValueError: A bad URL or ``era``, or a token/origin that cannot be a header.
         trio_websocket.ConnectionRejected: The server refused the handshake
             (``status_code`` 401 for a missing or unknown token, 403 for a
             refused origin).
@@ -95,6 +110,7 @@ async def open_websocket_client(
         without a closing handshake. A Ctrl-C arrives as a plain
         ``KeyboardInterrupt``, never wrapped in a group.
     """
+    check_era(era)
     host, port, resource, secure = _parse_url(url)
     headers: list[tuple[bytes, bytes]] = []
     if token is not None:
@@ -141,9 +157,11 @@ async def open_websocket_client(
                         f"{url} did not complete the WebSocket handshake"
                     )
                 bus, done = _start_transport(connection, nursery, None)
+                bus.info["server_key"] = server_key(url)
                 try:
                     async with open_client_peer(
-                        app, bus, client_info=client_info, init_timeout=init_timeout
+                        app, bus, client_info=client_info, init_timeout=init_timeout,
+                        era=era,
                     ) as peer:
                         yield peer
                 finally:

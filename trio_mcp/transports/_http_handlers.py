@@ -11,18 +11,35 @@ session's end stops them), and every event stays stored for a resume.
 
 from __future__ import annotations
 
+import json
 import logging
 from functools import partial
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import trio
 
-from ..peer import Undecodable, decode_message
-from ..peer._messages import Request, Response
+from .._errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from ..peer import App, Message, Undecodable, decode_message
+from ..peer._features._modern import is_modern_shaped, unsupported_version
+from ..peer._messages import (
+    ALL_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+    Request,
+    Response,
+)
 from ._http_policy import (
+    HeaderMismatch,
     Receive,
     Scope,
     Send,
+    check_modern_headers,
     fail,
     header,
     header_values,
@@ -41,6 +58,14 @@ IMMEDIATE_METHODS: Final = frozenset(
     {"initialize", "ping", "tasks/get", "tasks/list", "tasks/cancel"}
 )
 SESSION_HEADER: Final = "mcp-session-id"
+#: The HTTP status of a modern (2026-07-28) error answer, by JSON-RPC code; else 200.
+MODERN_ERROR_STATUS: Final = {
+    INVALID_PARAMS: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    HEADER_MISMATCH: 400,
+    METHOD_NOT_FOUND: 404,
+}
 _JSON: Final = [(b"content-type", b"application/json")]
 _SSE: Final = [
     (b"content-type", b"text/event-stream"),
@@ -52,6 +77,7 @@ _SSE: Final = [
 class HttpEndpoint(Protocol):
     """What these handlers need of the app they serve (:class:`StreamableHttpApp`)."""
 
+    app: App
     sessions: dict[str, HttpSession]
     stateless: bool
     json_response: bool
@@ -62,7 +88,7 @@ class HttpEndpoint(Protocol):
 
     async def start_session(
         self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
-        protocol_version: str | None = None,
+        protocol_version: str | None = None, era: str | None = None,
     ) -> HttpSession:
         """Create and start a session (not yet in ``sessions`` when stateless)."""
         ...
@@ -122,12 +148,24 @@ async def post(
     http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
     version: str | None,
 ) -> None:
-    """Take one JSON-RPC message: 202 for a notification or response, an answer for a request."""
-    if not (wants(scope, "application/json") and wants(scope, "text/event-stream")):
+    """Take one JSON-RPC message: 202 for a notification or response, an answer for a request.
+
+    A modern request (MCP 2026-07-28: a modern ``MCP-Protocol-Version``, or
+    none and modern ``_meta`` without ``Mcp-Session-Id``) is served on its
+    own (:func:`modern_post`); everything else as 2025-11-25 says.
+    """
+    # A version neither era has: 400, unless the body is a modern request
+    # (then the answer is the JSON-RPC -32022 naming the supported versions).
+    unknown = version is not None and version not in ALL_PROTOCOL_VERSIONS
+    acceptable = wants(scope, "application/json") and wants(scope, "text/event-stream")
+    content_type = (header(scope, "content-type") or "").split(";")[0].strip().lower()
+    if unknown and not (acceptable and content_type == "application/json"):
+        await _refuse_version(send, version)
+        return
+    if not acceptable:
         await fail(send, 406, "Not Acceptable: Accept must list both application/json "
                    "and text/event-stream")
         return
-    content_type = (header(scope, "content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         await fail(send, 415, "Unsupported Media Type: Content-Type must be "
                    "application/json")
@@ -136,8 +174,19 @@ async def post(
     if body is None:
         return
     item = decode_message(body)
+    modern = version in MODERN_PROTOCOL_VERSIONS or (
+        isinstance(item, Request) and is_modern_shaped(item) and (
+            unknown or (version is None and not header_values(scope, SESSION_HEADER))
+        )
+    )
+    if unknown and not modern:
+        await _refuse_version(send, version)
+        return
     if isinstance(item, Undecodable):
         await fail(send, 400, item.reason, code=item.code, request_id=item.id)
+        return
+    if modern:
+        await modern_post(http, scope, receive, send, identity, item)
         return
     if http.stateless:
         if not isinstance(item, Request):
@@ -225,9 +274,124 @@ async def answer(
         b"", event_id=primer, retry=http.retry_ms), primer, extra)
 
 
+async def _refuse_version(send: Send, version: str | None) -> None:
+    await fail(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+
+
+def _input_schema(app: App, name: str) -> dict[str, Any] | None:
+    spec = app.tools.get(name)
+    return None if spec is None else spec.tool.input_schema
+
+
+def _decoded(data: bytes) -> dict[str, Any]:
+    try:
+        msg = json.loads(data)
+    except ValueError:
+        return {}
+    return msg if isinstance(msg, dict) else {}
+
+
+def modern_status(answer: bytes) -> int:
+    """The HTTP status of a modern request's JSON answer (2026-07-28 error codes)."""
+    error = _decoded(answer).get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return MODERN_ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+async def modern_post(
+    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
+    item: Message,
+) -> None:
+    """Serve one MCP 2026-07-28 POST on a session and peer of its own, ended with it.
+
+    The headers are checked against the body first (400 with -32020, or
+    -32022 for a version neither era has); ``Mcp-Session-Id`` and
+    ``Last-Event-ID`` are ignored, and no session id is minted.
+
+    Cancellation: the request's handler is cancelled (the session ends).
+    """
+    if not isinstance(item, Request):
+        # This revision defines no client notification over HTTP; a
+        # response has no request to go to. Accepted and dropped.
+        await respond(send, 202)
+        return
+    params = item.params if isinstance(item.params, dict) else {}
+    try:
+        check_modern_headers(scope, item.method, params, partial(_input_schema, http.app))
+    except HeaderMismatch as exc:
+        log.info("http modern request %r refused: %s", item.id, exc)
+        await fail(send, 400, str(exc), code=HEADER_MISMATCH, request_id=item.id)
+        return
+    version = header(scope, "mcp-protocol-version") or ""
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        error = unsupported_version(version)
+        await fail(send, 400, error.message, code=error.code, request_id=item.id,
+                   data=error.data)
+        return
+    session = await http.start_session(identity, scope, era=MODERN_PROTOCOL_VERSION)
+    try:
+        await modern_answer(http, session, item, receive, send)
+    finally:
+        await http.end_session(session)
+
+
+async def modern_answer(
+    http: HttpEndpoint, session: HttpSession, item: Request, receive: Receive, send: Send
+) -> None:
+    """Answer a modern request: JSON with its status, or SSE once it sends a notification.
+
+    The answer is held until the handler's first message: the response
+    alone goes out as ``application/json`` with the status its error code
+    calls for; a notification first starts an SSE stream (200) that ends
+    with the response. ``subscriptions/listen`` is SSE from the start and
+    stays open (keep-alive comments) until the client closes it.
+    """
+    listen = item.method == "subscriptions/listen"
+    if http.json_response and not listen:
+        json_stream = session.open_stream(item.id, json=True)
+        await session.receive(item)
+        if not await until_disconnect(receive, partial(_wait_ended, json_stream)):
+            return
+        if json_stream.answer is None:
+            await _unanswered(send, item)
+        else:
+            await respond(send, modern_status(json_stream.answer), json_stream.answer, _JSON)
+        return
+    stream = session.open_stream(item.id, json=False)
+    cursor = await session.prime(stream)  # where the answer starts; never written
+    await session.receive(item)
+    if not listen:
+        first: list[bytes] = []
+
+        async def wait_first() -> None:
+            while True:
+                changed = stream.changed
+                found = await session.store.replay_events_after(cursor)
+                if found is not None:
+                    first.extend(data for _, data in found[1] if data)
+                if found is None or first or stream.ended:
+                    return
+                await changed.wait()
+
+        if not await until_disconnect(receive, wait_first):
+            return
+        if not first:
+            await _unanswered(send, item)
+            return
+        if "method" not in (message := _decoded(first[0])) and "id" in message:
+            await respond(send, modern_status(first[0]), first[0], _JSON)
+            return
+    await write_sse(http, session, stream, receive, send, b"", cursor, [], ids=False)
+
+
+async def _unanswered(send: Send, item: Request) -> None:
+    await fail(send, 503, "Service unavailable: the request ended unanswered",
+               request_id=item.id)
+
+
 async def write_sse(
     http: HttpEndpoint, session: HttpSession, stream: SseStream, receive: Receive, send: Send,
-    first: bytes, after: str | None, extra: list[tuple[bytes, bytes]],
+    first: bytes, after: str | None, extra: list[tuple[bytes, bytes]], *, ids: bool = True,
 ) -> None:
     """Write one SSE connection of ``stream``, from ``first`` then the events after ``after``."""
     await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
@@ -236,10 +400,11 @@ async def write_sse(
         await send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def write() -> None:
-        await body(first)
+        if first:
+            await body(first)
         await session.write_stream(
             stream, body, after,
-            close_after=None if session.stateless else http.sse_close_after,
+            close_after=None if session.stateless else http.sse_close_after, ids=ids,
         )
 
     previous, stream.attached = stream.attached, trio.CancelScope()

@@ -6,6 +6,9 @@ error answers with a JSON-RPC body).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import decimal
 import hmac
 import json
 import logging
@@ -17,7 +20,7 @@ import trio
 
 from .._errors import INVALID_REQUEST
 from ..peer import encode_for_wire
-from ..peer._messages import ErrorData, ErrorResponse
+from ..peer._messages import META_PROTOCOL_VERSION, ErrorData, ErrorResponse
 from ._websocket_server import origin_allowed
 
 log = logging.getLogger("trio_mcp.transports")
@@ -73,9 +76,11 @@ async def fail(
     code: int = INVALID_REQUEST,
     request_id: str | int | None = None,
     headers: Sequence[tuple[bytes, bytes]] = (),
+    data: Any = None,
 ) -> None:
     """Answer with an HTTP error whose body is a JSON-RPC error response."""
-    body = encode_for_wire(ErrorResponse(request_id, ErrorData(code, message))) or b""
+    error = ErrorData(code, message, data)
+    body = encode_for_wire(ErrorResponse(request_id, error)) or b""
     await respond(send, status, body, [*_JSON, *headers])
 
 
@@ -215,3 +220,199 @@ class HttpPolicy:
                        headers=[(b"www-authenticate", challenge.encode("latin-1"))])
             return False
         return identity
+
+
+# --- 2026-07-28: the request metadata headers -------------------------------------------------
+
+#: The body field each method's ``Mcp-Name`` header mirrors.
+MCP_NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_B64_PREFIX: Final = "=?base64?"
+_B64_SUFFIX: Final = "?="
+#: Deepest ``properties`` chain searched for ``x-mcp-header`` annotations.
+_MAX_SCHEMA_DEPTH: Final = 32
+
+
+class HeaderMismatch(Exception):
+    """A modern request's headers disagree with its body (JSON-RPC -32020, HTTP 400)."""
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 100 else value[:100] + "...")
+
+
+def _field_value(scope: Scope, name: str, display: str) -> str | None:
+    """The one value of header ``name``, without surrounding whitespace; None when absent.
+
+    Raises:
+        HeaderMismatch: The header is repeated or holds a character outside
+            visible ASCII, space and tab.
+    """
+    values = header_values(scope, name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise HeaderMismatch(f"Header mismatch: the {display} header is repeated")
+    value = values[0]
+    if not all(c == "\t" or 0x20 <= ord(c) <= 0x7E for c in value):
+        raise HeaderMismatch(f"Header mismatch: the {display} header holds invalid characters")
+    return value.strip(" \t")
+
+
+def decode_header_value(value: str) -> str | None:
+    """A ``Mcp-Name`` or ``Mcp-Param-*`` value, Base64 sentinel (``=?base64?...?=``) decoded.
+
+    Returns:
+        The value (as is when it is not in the sentinel form), or None when
+        the sentinel form holds malformed Base64 or non-UTF-8 bytes.
+    """
+    if not (
+        value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX)
+        and len(value) >= len(_B64_PREFIX) + len(_B64_SUFFIX)
+    ):
+        return value
+    try:
+        raw = base64.b64decode(value[len(_B64_PREFIX):-len(_B64_SUFFIX)], validate=True)
+        return raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def header_parameters(schema: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """``(property path, header name)`` of each ``x-mcp-header`` reachable by ``properties``."""
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, Mapping) or len(path) >= _MAX_SCHEMA_DEPTH:
+            return
+        for key, sub in properties.items():
+            if not isinstance(key, str) or not isinstance(sub, Mapping):
+                continue
+            name = sub.get("x-mcp-header")
+            if isinstance(name, str) and name and name.isascii():
+                found.append(((*path, key), name))
+            walk(sub, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+_ABSENT: Final = object()
+
+
+def _argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return _ABSENT
+        node = node[key]
+    return _ABSENT if node is None else node
+
+
+def _parameter_matches(header_value: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header_value == ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:  # numerically: "42.0" is 42
+            return decimal.Decimal(header_value) == decimal.Decimal(value)
+        except (decimal.InvalidOperation, ValueError):
+            return False
+    return isinstance(value, str) and header_value == value
+
+
+def check_modern_headers(
+    scope: Scope,
+    method: str,
+    params: Mapping[str, Any],
+    input_schema: Callable[[str], Mapping[str, Any] | None],
+) -> None:
+    """Check a modern POST's headers against its JSON-RPC request (MCP 2026-07-28).
+
+    ``MCP-Protocol-Version`` must be present and equal the body's
+    ``_meta`` protocol version (when the body has one: without it the
+    request is the peer's -32602); ``Mcp-Method`` must equal ``method``;
+    ``Mcp-Name`` must equal ``params.name`` (``tools/call``,
+    ``prompts/get``) or ``params.uri`` (``resources/read``); for
+    ``tools/call``, ``Mcp-Param-{Name}`` must be present exactly when the
+    argument its ``x-mcp-header`` annotation names has a value, and equal
+    it. ``Mcp-Name`` and ``Mcp-Param-*`` values may be Base64 sentinels.
+
+    Args:
+        input_schema: The ``inputSchema`` of a tool, by name (None: unknown tool).
+
+    Raises:
+        HeaderMismatch: The first disagreement found.
+    """
+    meta = params.get("_meta")
+    meta_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    version = _field_value(scope, "mcp-protocol-version", "MCP-Protocol-Version")
+    if version is None:
+        expected = f" (expected {_shown(meta_version)})" if isinstance(meta_version, str) else ""
+        raise HeaderMismatch(
+            f"Header mismatch: the MCP-Protocol-Version header is required{expected}"
+        )
+    if isinstance(meta_version, str) and meta_version != version:
+        raise HeaderMismatch(
+            f"Header mismatch: MCP-Protocol-Version header value {_shown(version)} does not "
+            f"match body value {_shown(meta_version)}"
+        )
+    header_method = _field_value(scope, "mcp-method", "Mcp-Method")
+    if header_method is None:
+        raise HeaderMismatch(
+            f"Header mismatch: the Mcp-Method header is required (expected {_shown(method)})"
+        )
+    if header_method != method:
+        raise HeaderMismatch(
+            f"Header mismatch: Mcp-Method header value {_shown(header_method)} does not match "
+            f"body value {_shown(method)}"
+        )
+    field = MCP_NAME_FIELDS.get(method)
+    source = params.get(field) if field is not None else None
+    if isinstance(source, str):
+        name = _field_value(scope, "mcp-name", "Mcp-Name")
+        if name is None:
+            raise HeaderMismatch(
+                f"Header mismatch: the Mcp-Name header is required (expected {_shown(source)})"
+            )
+        decoded = decode_header_value(name)
+        if decoded is None:
+            raise HeaderMismatch("Header mismatch: the Mcp-Name header holds malformed Base64")
+        if decoded != source:
+            raise HeaderMismatch(
+                f"Header mismatch: Mcp-Name header value {_shown(decoded)} does not match "
+                f"body value {_shown(source)}"
+            )
+    if method == "tools/call" and isinstance(source, str):
+        schema = input_schema(source)
+        if schema is not None:
+            _check_parameters(scope, schema, params.get("arguments"))
+
+
+def _check_parameters(scope: Scope, schema: Mapping[str, Any], arguments: Any) -> None:
+    for path, name in header_parameters(schema):
+        display = f"Mcp-Param-{name}"
+        found = _field_value(scope, display.lower(), display)
+        value = _argument_at(arguments, path)
+        argument = ".".join(path)
+        if value is _ABSENT:
+            if found is not None:
+                raise HeaderMismatch(
+                    f"Header mismatch: the {display} header is present but argument "
+                    f"{_shown(argument)} has no value"
+                )
+            continue
+        if not isinstance(value, str | int | float):  # not a primitive: not mirrored
+            continue
+        if found is None:
+            raise HeaderMismatch(
+                f"Header mismatch: the {display} header is required (argument "
+                f"{_shown(argument)} has a value)"
+            )
+        decoded = decode_header_value(found)
+        if decoded is None:
+            raise HeaderMismatch(f"Header mismatch: the {display} header holds malformed Base64")
+        if not _parameter_matches(decoded, value):
+            raise HeaderMismatch(
+                f"Header mismatch: {display} header value {_shown(decoded)} does not match "
+                f"argument {_shown(argument)}"
+            )

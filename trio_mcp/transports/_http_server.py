@@ -39,9 +39,19 @@ import trio
 
 from .._util import unwrap_group
 from ..peer import App
-from ..peer._messages import SUPPORTED_PROTOCOL_VERSIONS
-from ._http_handlers import delete, get, post
-from ._http_policy import Authenticator, HttpPolicy, Receive, Scope, Send, fail, header, respond
+from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
+from ._http_handlers import SESSION_HEADER, delete, get, post
+from ._http_policy import (
+    Authenticator,
+    HttpPolicy,
+    Receive,
+    Scope,
+    Send,
+    fail,
+    header,
+    header_values,
+    respond,
+)
 from ._http_session import HttpSession
 from ._http_store import EventStore, MemoryEventStore
 
@@ -162,10 +172,16 @@ class StreamableHttpApp:
 
     async def start_session(
         self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
-        protocol_version: str | None = None,
+        protocol_version: str | None = None, era: str | None = None,
     ) -> HttpSession:
+        """Create and start a session; registered in ``sessions`` unless stateless or modern.
+
+        ``era="2026-07-28"``: the session of one modern POST: no session id,
+        a peer that speaks that revision from the start, events kept in
+        memory only (its stream cannot be resumed).
+        """
         assert self._nursery is not None
-        session_id = None if self.stateless else secrets.token_urlsafe(32)
+        session_id = None if self.stateless or era is not None else secrets.token_urlsafe(32)
         client = scope.get("client")
         info = {
             "transport": "http",
@@ -173,11 +189,12 @@ class StreamableHttpApp:
             "session_id": session_id,
             "remote": f"{client[0]}:{client[1]}" if client else None,
         }
+        store = MemoryEventStore() if era is not None else self.event_store(session_id or "")
         session = HttpSession(
-            session_id, identity, self.event_store(session_id or ""), info,
-            stateless=self.stateless, retry_ms=self.retry_ms, keepalive=self.keepalive,
-            last_active=trio.current_time(), protocol_version=protocol_version,
-            pre_initialize=pre_initialize,
+            session_id, identity, store, info,
+            stateless=self.stateless or era is not None, retry_ms=self.retry_ms,
+            keepalive=self.keepalive, last_active=trio.current_time(),
+            protocol_version=protocol_version, pre_initialize=pre_initialize, era=era,
         )
         await self._nursery.start(session.run, self.app)
         if session_id is not None:
@@ -233,13 +250,22 @@ class StreamableHttpApp:
             await fail(send, 503, "Service unavailable: the MCP endpoint is not running")
             return
         version = header(scope, "mcp-protocol-version")
+        method = scope["method"]
+        if method == "POST":
+            # The body decides for a version neither era has (see post).
+            await post(self, scope, receive, send, identity, version)
+            return
+        if method in ("GET", "DELETE") and (version in MODERN_PROTOCOL_VERSIONS or (
+            version is None and not header_values(scope, SESSION_HEADER)
+        )):
+            # 2026-07-28 has no GET stream and no sessions to delete.
+            await fail(send, 405, "Method not allowed: only POST (MCP 2026-07-28 has no "
+                       "sessions and no GET stream)", headers=[(b"allow", b"POST")])
+            return
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             await fail(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
             return
-        method = scope["method"]
-        if method == "POST":
-            await post(self, scope, receive, send, identity, version)
-        elif method == "GET":
+        if method == "GET":
             await get(self, scope, receive, send, identity)
         elif method == "DELETE":
             await delete(self, scope, send, identity)

@@ -33,6 +33,7 @@ from .._errors import INVALID_REQUEST
 from ..peer import App, BusEnds, Message, MessageBus, Peer, Role, encode_for_wire, open_bus
 from ..peer._messages import (
     LATEST_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
     ErrorData,
     ErrorResponse,
     Notification,
@@ -56,6 +57,19 @@ _NO_SERVER_REQUESTS: Final = (
 )
 
 SendBody = Callable[[bytes], Awaitable[None]]
+#: Notifications a modern client receives only on a ``subscriptions/listen`` stream.
+SUBSCRIPTION_METHODS: Final = frozenset({
+    "notifications/tools/list_changed", "notifications/prompts/list_changed",
+    "notifications/resources/list_changed", "notifications/resources/updated",
+})
+
+
+def _unsubscribed_change(msg: Notification) -> bool:
+    """A list change or resource update without a subscription id (not a listen stream's)."""
+    if msg.method not in SUBSCRIPTION_METHODS:
+        return False
+    meta = (msg.params or {}).get("_meta") if isinstance(msg.params, dict) else None
+    return not (isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta)
 
 
 @final
@@ -106,6 +120,9 @@ class HttpSession:
             later request must carry the same one.
         store: Its events.
         stateless: One POST only: no server-to-client requests, no GET.
+        era: ``"2026-07-28"``: the session of one modern POST (stateless,
+            its peer speaks that revision from the first request; list
+            changes reach the client only through ``subscriptions/listen``).
         last_active: ``trio.current_time()`` of the last request.
         busy: HTTP requests being served now (an idle session has none).
     """
@@ -121,6 +138,7 @@ class HttpSession:
     busy: int = 0
     protocol_version: str | None = None
     pre_initialize: bool = True
+    era: str | None = None
     peer: Peer | None = attrs.field(default=None, init=False)
     bus: MessageBus = attrs.field(init=False)
     ends: BusEnds = attrs.field(init=False)
@@ -158,7 +176,7 @@ class HttpSession:
                     # Where the first GET starts: everything the peer sends
                     # before it is kept for it.
                     self.standalone.cursor = await self.store.store_event(STANDALONE, b"")
-                    self.peer = Peer(app, self.bus, Role.SERVER)
+                    self.peer = Peer(app, self.bus, Role.SERVER, era=self.era)
                     await nursery.start(self.peer.run)
                     if self.stateless and self.pre_initialize:
                         await self._stateless_handshake()
@@ -316,6 +334,11 @@ class HttpSession:
         if self.stateless and stream is self.standalone:
             log.debug("stateless session: dropped an unrelated %s", type(msg).__name__)
             return
+        if self.era is not None and isinstance(msg, Notification) and _unsubscribed_change(msg):
+            # A list change the App broadcast to every connection: a modern
+            # client gets it only on a subscriptions/listen stream.
+            log.debug("modern request: dropped an untagged %s", msg.method)
+            return
         await self.store.store_event(stream.stream_id, data)
         if is_answer:
             stream.end()
@@ -333,13 +356,15 @@ class HttpSession:
         after: str | None,
         *,
         close_after: float | None = None,
+        ids: bool = True,
     ) -> None:
         """Write ``stream``'s events after event id ``after`` to one connection.
 
         Returns when the stream has ended and everything is written, when
         ``close_after`` seconds have passed (the stream goes on: the client
         reconnects after ``retry``), or when the events after ``after`` are
-        no longer kept (the client cannot resume).
+        no longer kept (the client cannot resume). ``ids=False`` writes
+        events without their ids (a stream that cannot be resumed).
 
         Cancellation: stops writing; the stream and its events stay, for a
             resume.
@@ -362,7 +387,10 @@ class HttpSession:
             for event_id, data in events:
                 # Empty data: a priming event, written too so that the client
                 # learns its id (it dispatches no message for it).
-                await send(encode_event(data, event_id=event_id))
+                if ids:
+                    await send(encode_event(data, event_id=event_id))
+                elif data:
+                    await send(encode_event(data))
                 cursor = event_id
                 if stream is self.standalone:
                     stream.cursor = cursor

@@ -24,18 +24,22 @@ from ._errors import (
 )
 from ._errors import ConnectionClosed as ConnectionClosed
 from ._errors import HandshakeTimeout as HandshakeTimeout
+from ._errors import HeaderMismatch as HeaderMismatch
 from ._errors import LocalUsageError as LocalUsageError
 from ._errors import McpError as McpError
+from ._errors import MissingClientCapability as MissingClientCapability
 from ._errors import RemoteError as RemoteError
 from ._errors import RemoteProtocolError as RemoteProtocolError
 from ._errors import TaskCancelled as TaskCancelled
 from ._errors import TaskFailed as TaskFailed
 from ._errors import TrioMcpError as TrioMcpError
+from ._errors import UnsupportedProtocolVersion as UnsupportedProtocolVersion
 from ._runner import App as App
 from .peer._features import Peer as Peer
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
 from .peer._features import open_peer as open_peer
+from .peer._features._modern import CacheHint as CacheHint
 
 # Resources, prompts, completion, logging, roots, elicitation forms.
 from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
@@ -151,6 +155,7 @@ __all__ = [
     "RELATED_TASK_META",
     "RESOURCE_LIMIT",
     "App",
+    "CacheHint",
     "CallToolResult",
     "ClientCapabilities",
     "ConnectionClosed",
@@ -162,6 +167,7 @@ __all__ = [
     "ErrorResponse",
     "EventStore",
     "HandshakeTimeout",
+    "HeaderMismatch",
     "HttpAddress",
     "HttpPolicy",
     "IllegalTransition",
@@ -174,6 +180,7 @@ __all__ = [
     "MemoryPair",
     "MemoryTaskStore",
     "MessageBus",
+    "MissingClientCapability",
     "Notification",
     "Peer",
     "ProgressParams",
@@ -201,6 +208,7 @@ __all__ = [
     "Tool",
     "TrioMcpError",
     "Undecodable",
+    "UnsupportedProtocolVersion",
     "WebSocketAddress",
     "memory_bus_pair",
     "next_status",

@@ -1,4 +1,4 @@
-"""The Streamable HTTP client transport (MCP 2025-11-25), on httpx.
+"""The Streamable HTTP client transport (MCP 2025-11-25 and 2026-07-28), on httpx.
 
 :func:`open_http_client` yields a client :class:`Peer` whose bus is carried
 over HTTP: each outgoing message is one ``POST``; a request's answer comes
@@ -10,6 +10,16 @@ notifications (a 405 means the server offers none). When the server answers
 404 for the session, a new session is initialized (with the first
 ``initialize``'s params) and the message is sent again, once. Leaving the
 block sends ``DELETE`` for the session.
+
+In 2026-07-28 (a request whose ``params._meta`` names a modern
+``io.modelcontextprotocol/protocolVersion``; ``era=``) there is no session:
+no ``Mcp-Session-Id``, no ``GET`` stream, no ``DELETE``. Every POST carries
+``MCP-Protocol-Version`` (the body's), ``Mcp-Method``, ``Mcp-Name`` and the
+``Mcp-Param-*`` headers of the tool's ``x-mcp-header`` annotations
+(:mod:`._mcp_headers`; tools with invalid annotations are left out of
+``tools/list`` results). Cancelling a request closes its response stream
+(``subscriptions/listen`` is one long-lived POST whose stream carries the
+notifications). A 4xx whose body is a JSON-RPC error is that error.
 """
 
 from __future__ import annotations
@@ -37,8 +47,17 @@ from ..peer import (
     encode_for_wire,
     open_bus,
 )
-from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId, Response
-from ._client import INIT_TIMEOUT, open_client_peer
+from ..peer._messages import (
+    META_PROTOCOL_VERSION,
+    ErrorData,
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from ._client import DEFAULT_ERA, INIT_TIMEOUT, check_era, open_client_peer, server_key
+from ._mcp_headers import filter_tools, param_headers, standard_headers
 from ._sse import SSEParser
 
 log = logging.getLogger("trio_mcp.transports")
@@ -77,8 +96,29 @@ class _HttpClientTransport:
     _closing: bool = False
     _reinits: int = 0
     _reinit_lock: trio.Lock = attrs.field(factory=trio.Lock)
+    #: The modern protocol version the peer speaks (None: 2025-11-25, or not yet known).
+    modern: str | None = None
+    #: Modern requests in flight -> the scope that closes their response stream.
+    _inflight: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict)
+    #: Modern ``tools/list`` requests whose answer is to be checked.
+    _tool_lists: set[RequestId] = attrs.field(factory=set)
+    #: Tool name -> its ``Mcp-Param-*`` header map, from the last ``tools/list`` seen.
+    _tool_headers: dict[str, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
 
     # --- plumbing --------------------------------------------------------------------
+
+    def _modern_headers(self, msg: Message, version: str, accept: str) -> dict[str, str]:
+        """A 2026-07-28 POST's headers: no session; the version and the mirrored body."""
+        headers = {**self.extra_headers, "Accept": accept, "MCP-Protocol-Version": version}
+        if isinstance(msg, Request | Notification):
+            headers.update(standard_headers(msg.method, msg.params))
+            if isinstance(msg, Request) and msg.method == "tools/call" and isinstance(
+                msg.params, dict
+            ):
+                header_map = self._tool_headers.get(str(msg.params.get("name")))
+                if header_map:
+                    headers.update(param_headers(header_map, msg.params.get("arguments")))
+        return headers
 
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {**self.extra_headers, "Accept": accept}
@@ -92,6 +132,10 @@ class _HttpClientTransport:
         if isinstance(item, Response) and self._init is not None and item.id == self._init.id:
             version = item.result.get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
+        if isinstance(item, Response) and item.id in self._tool_lists:
+            self._tool_lists.discard(item.id)
+            kept = filter_tools(item.result)  # invalid x-mcp-header tools are dropped
+            self._tool_headers.update(kept)
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.ends.to_peer.send(item)
 
@@ -100,8 +144,12 @@ class _HttpClientTransport:
         await self._deliver(ErrorResponse(request_id, ErrorData(INTERNAL_ERROR, message, data)))
 
     async def _open(self, method: str, *, body: bytes | None = None,
-                    last_event_id: str | None = None) -> httpx.Response:
-        if body is not None:
+                    last_event_id: str | None = None,
+                    modern: tuple[Message, str] | None = None) -> httpx.Response:
+        if modern is not None:
+            headers = self._modern_headers(*modern, _ACCEPT_BOTH)
+            headers["Content-Type"] = "application/json"
+        elif body is not None:
             headers = self._headers(_ACCEPT_BOTH)
             headers["Content-Type"] = "application/json"
         else:
@@ -122,11 +170,29 @@ class _HttpClientTransport:
         async with self.ends.from_peer:
             async for msg in self.ends.from_peer:
                 if isinstance(msg, Request):
-                    if msg.method == "initialize":
+                    version = _modern_version(msg)
+                    if version is not None:
+                        self.modern = version
+                        if msg.method == "tools/list":
+                            self._tool_lists.add(msg.id)
+                        nursery.start_soon(self._send_modern, msg, version)
+                    elif msg.method == "initialize":
+                        self.modern = None
+                        self.fatal = None  # a refused probe before it is no reason
                         self._init = msg
                         await self._send(msg)
                     else:
                         nursery.start_soon(self._send, msg)
+                elif self.modern is not None:
+                    if isinstance(msg, Notification) and msg.method == "notifications/cancelled":
+                        # 2026-07-28: a request is withdrawn by closing its stream.
+                        request_id = (msg.params or {}).get("requestId")
+                        scope = self._inflight.get(request_id) if isinstance(
+                            request_id, str | int) else None
+                        if scope is not None:
+                            scope.cancel()
+                    else:
+                        nursery.start_soon(self._send_modern, msg, self.modern)
                 else:
                     if isinstance(msg, Notification) and msg.method == "notifications/cancelled":
                         request_id = (msg.params or {}).get("requestId")
@@ -135,6 +201,30 @@ class _HttpClientTransport:
                     await self._send(msg)
                     if isinstance(msg, Notification) and msg.method == "notifications/initialized":
                         await _stream_opened(self._stream_ready)
+
+    async def _send_modern(self, msg: Message, version: str) -> None:
+        """POST one 2026-07-28 message; cancelling its request closes the stream."""
+        request_id = msg.id if isinstance(msg, Request) else None
+        with trio.CancelScope() as scope:
+            if request_id is not None:
+                self._inflight[request_id] = scope
+            try:
+                try:
+                    response = await self._open("POST", body=_encode(msg), modern=(msg, version))
+                except httpx.HTTPError as exc:
+                    log.warning("POST to %s failed: %s", self.url, exc)
+                    if request_id is not None:
+                        await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
+                    return
+                try:
+                    await self._handle(msg, response, True, None)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
+            finally:
+                if request_id is not None:
+                    self._inflight.pop(request_id, None)
+                    self._tool_lists.discard(request_id)
 
     async def _send(self, msg: Message, *, retried: bool = False) -> None:
         request_id = msg.id if isinstance(msg, Request) else None
@@ -174,7 +264,9 @@ class _HttpClientTransport:
             return
         if msg is self._init:
             self.session_id = response.headers.get("mcp-session-id")
-        if isinstance(msg, Notification) and msg.method == "notifications/initialized":
+        if isinstance(msg, Notification) and msg.method == "notifications/initialized" and (
+            self.modern is None
+        ):
             self._listen()
         if request_id is None:
             return
@@ -194,17 +286,32 @@ class _HttpClientTransport:
             f"HTTP {response.status_code} from {self.url}: {body[:200]!r}",
             request=response.request, response=response,
         )
-        if msg is self._init:
+        item = decode_message(body)
+        if msg is self._init or (
+            # 2026-07-28 or auto: a refused server/discover without a JSON-RPC
+            # error (401, 403...) is reported as the HTTP error, as initialize's is.
+            isinstance(msg, Request) and msg.method == "server/discover"
+            and not isinstance(item, ErrorResponse)
+        ):
             self.fatal = error
         log.warning("%s", error)
         if not isinstance(msg, Request):
             return
-        item = decode_message(body)
-        data = {"httpStatus": response.status_code}
+        data: Any = {"httpStatus": response.status_code}
         if isinstance(item, ErrorResponse):
+            # The error as the server gave it (the probe must see -32022's
+            # data.supported), with the HTTP status added.
+            original = item.error.data
+            if isinstance(original, dict):
+                data = {**original, "httpStatus": response.status_code}
+            elif original is not None:
+                data = original
             message = f"HTTP {response.status_code}: {item.error.message}"
             await self._deliver(ErrorResponse(msg.id, ErrorData(item.error.code, message, data)))
         else:
+            # Not a JSON-RPC error (a 2025-11-25 server's refusal of the
+            # server/discover probe, say): a non-modern error, so ``auto``
+            # falls back to initialize.
             await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
 
     async def _reinitialize(self, lost: str) -> bool:
@@ -278,6 +385,10 @@ class _HttpClientTransport:
         """Read a POST's SSE stream to its response, resuming it as often as needed."""
         parser = SSEParser()
         answered = await self._consume(response, parser, request_id)
+        if not answered and self.modern is not None and request_id in self._inflight:
+            # 2026-07-28: no session, so no stream to resume.
+            await self._fail(request_id, "Streamable HTTP: the stream ended before the response")
+            return
         failures = 0
         while not answered and request_id not in self._cancelled and not self._closing:
             if not parser.last_event_id or failures >= MAX_RECONNECTS:
@@ -358,6 +469,14 @@ class _HttpClientTransport:
                 log.debug("DELETE session failed: %r", exc)
 
 
+def _modern_version(msg: Request) -> str | None:
+    """The modern protocol version a request's ``_meta`` names, if any."""
+    params = msg.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
 def _encode(msg: Message) -> bytes:
     data = encode_for_wire(msg)
     if data is None:  # only a message holding non-JSON params
@@ -385,11 +504,13 @@ async def open_http_client(
     http_client: httpx.AsyncClient | None = None,
     connect_timeout: float = DEFAULT_TIMEOUT,
     init_timeout: float | None = INIT_TIMEOUT,
+    era: str = DEFAULT_ERA,
 ) -> AsyncIterator[Peer]:
     """Connect to a Streamable HTTP MCP endpoint and yield the client :class:`Peer`.
 
-    The block starts after the ``initialize`` handshake; leaving it ends the
-    session (``DELETE``) and closes the connections.
+    The block starts after the ``initialize`` handshake (2026-07-28: after
+    ``server/discover``); leaving it ends the session (``DELETE``; none in
+    2026-07-28) and closes the connections.
 
     Args:
         url: The endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
@@ -405,21 +526,34 @@ async def open_http_client(
             may take any time.
         init_timeout: Seconds the server has to answer ``initialize``
             (default 30, as for stdio and WebSocket); ``None`` waits forever.
+        era: The protocol revision: ``"2025-11-25"`` (default, the
+            ``initialize`` handshake and a session), ``"2026-07-28"``
+            (``server/discover``, per-request ``_meta`` and the
+            ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` headers, no session)
+            or ``"auto"`` (probe with ``server/discover``; a 4xx that is not
+            a modern error falls back to ``initialize``; the choice is
+            remembered per ``scheme://host:port/path``).
+            ``peer.protocol_version`` tells which one is spoken. ``auto`` is
+            opt-in: a 2026-07-28 connection has no 2025-11-25 tasks.
 
     Raises:
-        ValueError: A token that cannot be a header.
-        httpx.HTTPStatusError: The server refused the ``initialize`` (401
-            without a valid token, 403 for a refused Origin or Host...).
+        ValueError: A token that cannot be a header, or an unknown ``era``.
+        httpx.HTTPStatusError: The server refused the ``initialize`` or the
+            ``server/discover`` (401 without a valid token, 403 for a refused
+            Origin or Host...) without a JSON-RPC error.
         httpx.TransportError: The server could not be reached.
         HandshakeTimeout: No answer to ``initialize`` within ``init_timeout``.
-        RemoteError, ConnectionClosed: The MCP handshake failed.
+        RemoteError, ConnectionClosed: The MCP handshake failed
+            (:class:`~trio_mcp.UnsupportedProtocolVersion` and the other typed
+            errors for the modern codes).
 
     Cancellation: cancelling the block still sends the ``DELETE`` (for at
         most :data:`CLOSE_TIMEOUT` seconds), then closes every connection.
     """
+    check_era(era)
     app = app if app is not None else App("trio-mcp-client")
     extra = _client_headers(token, headers)
-    bus, ends = open_bus(info={"transport": "http", "url": url})
+    bus, ends = open_bus(info={"transport": "http", "url": url, "server_key": server_key(url)})
     own = http_client is None
     client = http_client if http_client is not None else httpx.AsyncClient(
         timeout=httpx.Timeout(connect_timeout, read=None),
@@ -433,7 +567,7 @@ async def open_http_client(
                 nursery.start_soon(transport.run, nursery)
                 try:
                     async with open_client_peer(
-                        app, bus, client_info=client_info, init_timeout=init_timeout
+                        app, bus, client_info=client_info, init_timeout=init_timeout, era=era
                     ) as peer:
                         yield peer
                 except (ConnectionClosed, RemoteError) as exc:

@@ -858,3 +858,45 @@ async def test_2025_session_missing_capability_and_logging() -> None:
         assert [n["params"]["data"] for n in server.seen
                 if n["method"] == "notifications/message"] == [
             "Diagnostic trace logging activated"]
+
+
+# --- runtime bugs found by these tests (xfail until the runtime is fixed) ----------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "runtime bug (_modern.py ModernRequest.declared/answer): a form-mode elicitation is "
+    "asked of a client that declared only URL-mode elicitation ({'elicitation': {'url': {}}}) "
+    "instead of -32021; the 2025 path (_context.py elicit) checks the form mode"))
+async def test_form_question_needs_form_mode() -> None:
+    """client capabilities (ClientCapabilities.elicitation has ``form`` and ``url``): a
+    server MUST NOT rely on capabilities the client has not declared, so a form-mode
+    question to a URL-only client is MissingRequiredClientCapabilityError (-32021), not an
+    input request the client cannot answer."""
+    async with everything() as server:
+        response = await server.call("test_input_required_result_elicitation",
+                                     _meta=meta({"elicitation": {"url": {}}}))
+        assert error_code(response) == -32021
+        assert "elicitation" in response["error"]["data"]["requiredCapabilities"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "runtime bug (_context.py RequestContext.ask_all, 2025-11-25 path): a CreateMessageParams "
+    "question is sent as sampling/createMessage without checking that the client declared "
+    "sampling (elicit and list_roots check theirs)"))
+async def test_2025_ask_all_respects_undeclared_sampling() -> None:
+    """lifecycle (2025-11-25): both parties MUST only use capabilities that were successfully
+    negotiated; a client that did not declare ``sampling`` gets no sampling/createMessage,
+    even when the question is one of several asked at once (``ctx.ask_all``)."""
+    async with everything() as server:
+        init = await server.request("initialize", {
+            "protocolVersion": LEGACY, "capabilities": {"elicitation": {}, "roots": {}},
+            "clientInfo": {"name": "raw-legacy", "version": "0"}})
+        assert init["result"]["protocolVersion"] == LEGACY
+        await server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "test_input_required_result_multiple_inputs", "arguments": {}}})
+        answers = {"elicitation/create": accept(name="Bob"), "roots/list": ROOTS,
+                   "sampling/createMessage": sampled("unexpected")}
+        done, asked = await _serve_questions(server, 1, answers)
+        assert "sampling/createMessage" not in asked
+        assert done["result"]["isError"] is True

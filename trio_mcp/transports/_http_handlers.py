@@ -328,6 +328,15 @@ async def modern_post(
         await fail(send, 400, error.message, code=error.code, request_id=item.id,
                    data=error.data)
         return
+    if item.method == "initialize":
+        # Not in this revision: on HTTP an unknown method is 404 and -32601
+        # (the peer's -32022 is for a connection that chose its era). The
+        # versions are named for the sake of a legacy client's diagnostics.
+        await fail(send, 404, "Method not found: initialize (MCP 2026-07-28 has none; a "
+                   "2025-11-25 session starts with an initialize that carries no 2026-07-28 "
+                   "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
+                   data={"supported": list(ALL_PROTOCOL_VERSIONS)})
+        return
     session = await http.start_session(identity, scope, era=MODERN_PROTOCOL_VERSION)
     try:
         await modern_answer(http, session, item, receive, send)

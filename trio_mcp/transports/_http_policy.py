@@ -225,7 +225,11 @@ class HttpPolicy:
 # --- 2026-07-28: the request metadata headers -------------------------------------------------
 
 #: The body field each method's ``Mcp-Name`` header mirrors.
-MCP_NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+MCP_NAME_FIELDS: Final = {
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    # The tasks extension (SEP-2663): Mcp-Name mirrors params.taskId.
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+}
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
 #: Deepest ``properties`` chain searched for ``x-mcp-header`` annotations.
@@ -332,7 +336,8 @@ def check_modern_headers(
     ``_meta`` protocol version (when the body has one: without it the
     request is the peer's -32602); ``Mcp-Method`` must equal ``method``;
     ``Mcp-Name`` must equal ``params.name`` (``tools/call``,
-    ``prompts/get``) or ``params.uri`` (``resources/read``); for
+    ``prompts/get``), ``params.uri`` (``resources/read``) or
+    ``params.taskId`` (``tasks/get|update|cancel``); for
     ``tools/call``, ``Mcp-Param-{Name}`` must be present exactly when the
     argument its ``x-mcp-header`` annotation names has a value, and equal
     it. ``Mcp-Name`` and ``Mcp-Param-*`` values may be Base64 sentinels.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 import trio_mcp
 from trio_mcp.peer._features._modern_client import ERA_CACHE
@@ -200,3 +201,34 @@ async def test_bogus_era_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="era"):
         async with trio_mcp.open_http_client("http://127.0.0.1:9/mcp", era="bogus"):
             pass
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    port = _support.free_port()
+    with _support.background_server([*EVERYTHING, "--http", f"127.0.0.1:{port}"], port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.mark.parametrize("era", ["auto", "2026-07-28"])
+async def test_http_modern(http_url: str, era: str) -> None:
+    async with trio_mcp.open_http_client(http_url, client_app(), era=era) as client:
+        await exercise(client)
+
+
+async def test_http_listen_stream_carries_list_changes(http_url: str) -> None:
+    """``subscriptions/listen`` is one long POST; its SSE stream brings the notifications."""
+    app = client_app()
+    changed: list[str] = []
+    seen = trio.Event()
+
+    @app.on_list_changed
+    async def on_change(peer: trio_mcp.Peer, kind: str) -> None:
+        changed.append(kind)
+        seen.set()
+
+    async with trio_mcp.open_http_client(http_url, app, era="2026-07-28") as client:
+        await client.call_tool("test_trigger_tool_change")
+        with trio.fail_after(10):
+            await seen.wait()
+    assert "tools" in changed

@@ -17,12 +17,16 @@ Every graded check (SUCCESS, FAILURE or WARNING; the suite does not count
 SKIPPED, e.g. ``Mcp-Method`` on ``initialize``, which 2026-07-28 never
 sends) must be SUCCESS. Needs the suite's Node 22 (the ``conformance_next``
 fixture skips without Node.js, fails in CI).
+
+Also here, as it needs Node.js: ``era="auto"`` against the TS SDK 1.32.2
+server, a 2025-11-25-only one, falls back to ``initialize`` and caches it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +34,11 @@ from typing import Any
 
 import pytest
 
+import trio_mcp
+from trio_mcp.peer._features._modern_client import ERA_CACHE
+
 from ..helpers import ROOT
+from . import _support
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -64,3 +72,15 @@ def test_conformance_2026_client_scenario(
     assert graded, output
     assert failed == [], output
     assert proc.returncode == 0, output
+
+
+async def test_auto_falls_back_against_ts_sdk_server(node: str) -> None:
+    """``era="auto"`` against the TS SDK 1.32.2 server (2025-11-25 only, stdio):
+    the ``server/discover`` probe is refused, ``initialize`` follows, and the
+    choice is remembered for that command line."""
+    argv = [node, str(_support.TS_SERVER)]
+    for _ in range(2):
+        async with trio_mcp.open_stdio_client(argv, era="auto") as client:
+            assert client.protocol_version == "2025-11-25"
+            assert await client.list_all_tools()
+        assert ERA_CACHE[shlex.join(argv)] == "2025-11-25"

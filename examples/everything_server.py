@@ -35,8 +35,7 @@ test_logging_tool, test_trigger_tool_change and test_trigger_prompt_change
 (add or remove test_trigger_dynamic_tool / test_trigger_dynamic_prompt: a
 list change).
 Resources: test://static-text, test://static-binary, test://watched-resource,
-test://stateless-static-text, template test://template/{id}/data (with
-completion of ``id``).
+template test://template/{id}/data (with completion of ``id``).
 Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
 completion; arg2's depends on arg1), test_prompt_with_embedded_resource
 {resourceUri}, test_prompt_with_image, test_input_required_result_prompt
@@ -412,12 +411,6 @@ def add_modern_tools(app: trio_mcp.App) -> None:
         result = await ctx.elicit("What context should the prompt use?", _form("context"),
                                   key="user_context")
         return f"Prompt with context: {_answer(result, 'context')}"
-
-    @app.resource("test://stateless-static-text", name="Stateless Static Text",
-                  description="A static text resource served on the draft path",
-                  mime_type="text/plain")
-    async def stateless_static_text() -> str:
-        return "Static text content from the stateless draft path."
 
 
 def add_resources(app: trio_mcp.App, state: dict[str, str]) -> None:

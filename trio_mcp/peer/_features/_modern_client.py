@@ -215,11 +215,21 @@ class ModernClient:
         base = self.with_meta(params)
         current = base
         answered: dict[str, Any] = {}
+        retried = False
         for _ in range(self.max_rounds + 1):
             try:
                 raw = await self.peer.session.request_raw(method, current, progress=progress)
             except RemoteError as exc:
-                raise typed_error(exc) from None
+                error = typed_error(exc)
+                mutual = [v for v in getattr(error, "supported", ()) if
+                          v in MODERN_PROTOCOL_VERSIONS] if not retried else []
+                if not mutual:
+                    raise error from None
+                # The spec: retry once with a mutually supported version.
+                retried, self.version = True, mutual[0]
+                base = self.with_meta(params)
+                current = {**current, "_meta": base["_meta"]}
+                continue
             kind = raw.get("resultType", "complete")
             if kind == "complete":
                 return raw
@@ -297,7 +307,7 @@ async def open_modern(peer: PeerCore, *, strict: bool) -> ModernClient:
             error = typed_error(exc)
             if isinstance(error, UnsupportedProtocolVersion):
                 mutual = [v for v in error.supported if v in MODERN_PROTOCOL_VERSIONS]
-                if mutual and mutual[0] != client.version:
+                if mutual:  # the spec: retry with a mutually supported version
                     client.version = mutual[0]
                     continue
             raise error from None

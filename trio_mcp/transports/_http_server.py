@@ -1,4 +1,4 @@
-"""The Streamable HTTP server transport (MCP 2025-11-25): an ASGI app, served by hypercorn.
+"""The Streamable HTTP server transport (MCP 2025-11-25 and 2026-07-28): an ASGI app on hypercorn.
 
 :class:`StreamableHttpApp` is a plain ASGI application, so it can be mounted in
 any ASGI server that runs on Trio; :func:`serve_http` serves it with
@@ -17,6 +17,17 @@ empty data, ``retry``, related requests and notifications, then the response,
 then the stream ends), except ``initialize``, ``ping`` and ``tasks/get|list|
 cancel``, which answer at once and get ``application/json``
 (``json_response=True`` makes every answer JSON).
+
+MCP 2026-07-28 on the same endpoint: a POST whose ``MCP-Protocol-Version``
+is 2026-07-28 (or, with no such header and no ``Mcp-Session-Id``, whose body
+carries the modern ``_meta``) is served on its own: its headers are checked
+against its body (400, -32020), then a fresh peer in that dialect answers it
+and ends with it; no session id is minted. The answer is JSON with a status
+for its error code (-32602, -32021, -32022, -32020: 400; -32601: 404) unless
+the handler sends a notification first (then SSE, 200, no event ids);
+``subscriptions/listen`` is an SSE stream that stays open. Closing the
+connection cancels the request. ``GET`` and ``DELETE`` with a 2026-07-28
+version, or with neither a version nor a session id, get 405.
 
 Security defaults: bind 127.0.0.1; refuse (403) a ``Host`` that is not a
 loopback name (DNS rebinding) and an ``Origin`` that is not loopback or

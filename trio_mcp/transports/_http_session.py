@@ -120,9 +120,7 @@ class HttpSession:
             later request must carry the same one.
         store: Its events.
         stateless: One POST only: no server-to-client requests, no GET.
-        era: ``"2026-07-28"``: the session of one modern POST (stateless,
-            its peer speaks that revision from the first request; list
-            changes reach the client only through ``subscriptions/listen``).
+        era: ``"2026-07-28"``: one modern POST's (stateless; no untagged list changes).
         last_active: ``trio.current_time()`` of the last request.
         busy: HTTP requests being served now (an idle session has none).
     """
@@ -387,10 +385,8 @@ class HttpSession:
             for event_id, data in events:
                 # Empty data: a priming event, written too so that the client
                 # learns its id (it dispatches no message for it).
-                if ids:
-                    await send(encode_event(data, event_id=event_id))
-                elif data:
-                    await send(encode_event(data))
+                if ids or data:
+                    await send(encode_event(data, event_id=event_id if ids else None))
                 cursor = event_id
                 if stream is self.standalone:
                     stream.cursor = cursor

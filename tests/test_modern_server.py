@@ -857,13 +857,9 @@ async def test_2025_session_missing_capability_and_logging() -> None:
             "Diagnostic trace logging activated"]
 
 
-# --- runtime bugs found by these tests (xfail until the runtime is fixed) ----------------
+# --- runtime bugs these tests found (fixed) ---------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime bug (_modern.py ModernRequest.declared/answer): a form-mode elicitation is "
-    "asked of a client that declared only URL-mode elicitation ({'elicitation': {'url': {}}}) "
-    "instead of -32021; the 2025 path (_context.py elicit) checks the form mode"))
 async def test_form_question_needs_form_mode() -> None:
     """client capabilities (ClientCapabilities.elicitation has ``form`` and ``url``): a
     server MUST NOT rely on capabilities the client has not declared, so a form-mode
@@ -876,10 +872,6 @@ async def test_form_question_needs_form_mode() -> None:
         assert "elicitation" in response["error"]["data"]["requiredCapabilities"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime bug (_context.py RequestContext.ask_all, 2025-11-25 path): a CreateMessageParams "
-    "question is sent as sampling/createMessage without checking that the client declared "
-    "sampling (elicit and list_roots check theirs)"))
 async def test_2025_ask_all_respects_undeclared_sampling() -> None:
     """lifecycle (2025-11-25): both parties MUST only use capabilities that were successfully
     negotiated; a client that did not declare ``sampling`` gets no sampling/createMessage,

@@ -160,6 +160,10 @@ class ModernRequest:
         capability = CAPABILITY_OF[method]
         if not self.declared(capability):
             raise missing_capability(capability)
+        modes = self.client_capabilities.elicitation
+        mode = params.get("mode", "form")
+        if method == "elicitation/create" and modes and mode not in modes:
+            raise missing_capability("elicitation", {mode: {}})
         state = self.round
         if state is None:
             raise McpError(

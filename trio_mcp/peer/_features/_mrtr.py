@@ -210,11 +210,17 @@ def read_input_responses(params: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
-def missing_capability(capability: str) -> McpError:
-    """The -32021 error for a question the client declared no capability for."""
+def missing_capability(capability: str, settings: dict[str, Any] | None = None) -> McpError:
+    """The -32021 error for a question the client declared no capability for.
+
+    Args:
+        capability: The client capability (``sampling``, ``elicitation``, ``roots``).
+        settings: What the capability object must hold (``{"form": {}}``).
+    """
+    detail = f".{next(iter(settings))}" if settings else ""
     return McpError(
         MISSING_CLIENT_CAPABILITY,
-        f"Missing required client capability: {capability} (declare it in "
+        f"Missing required client capability: {capability}{detail} (declare it in "
         "io.modelcontextprotocol/clientCapabilities)",
-        {"requiredCapabilities": {capability: {}}},
+        {"requiredCapabilities": {capability: dict(settings or {})}},
     )

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
+from ..._errors import LocalUsageError
 from .._messages import (
     CreateMessageParams,
     CreateMessageResult,
@@ -96,6 +97,9 @@ async def ask_all(
                 question.message, question.requested_schema or {}, as_task=False
             )
         else:
+            caps = ctx.peer.remote_client_capabilities
+            if caps is None or caps.sampling is None:
+                raise LocalUsageError("the client did not declare the sampling capability")
             raw, _ = await ctx._ask("sampling/createMessage", to_wire(question))
             results[key] = converter.structure(raw, CreateMessageResult)
 

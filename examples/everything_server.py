@@ -14,7 +14,8 @@ Tools (conformance): test_simple_text, test_image_content, test_audio_content,
 test_embedded_resource, test_multiple_content_types, test_tool_with_logging,
 test_tool_with_progress, test_error_handling, test_sampling {prompt},
 test_elicitation {message}, test_elicitation_sep1034_defaults,
-test_elicitation_sep1330_enums, json_schema_2020_12_tool {name?, address?}.
+test_elicitation_sep1330_enums, json_schema_2020_12_tool {name?, address?, contactMethod?,
+phone?, email?}, test_custom_header_tool {region, query?} (``region`` is ``x-mcp-header``).
 Tools (more): test_resource_link, test_list_roots, test_url_elicitation {url},
 test_toggle_dynamic_tool, test_update_watched_resource {text}, test_log_levels;
 over --http also test_reconnection (closes its SSE stream mid-call: the client
@@ -77,12 +78,33 @@ JSON_SCHEMA_2020_12 = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    # SEP-2106: composition and conditional keywords survive tools/list.
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
+}
+#: A tool whose ``region`` is mirrored into the ``Mcp-Param-Region`` header (SEP-2243).
+CUSTOM_HEADER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+        "query": {"type": "string", "description": "What to run"},
+    },
+    "required": ["region"],
 }
 ARG1_CHOICES = ("alpha", "alpine", "beta", "gamma", "delta")
 #: What the content tools return: a list of content blocks is the result's content
@@ -201,10 +223,19 @@ def add_conformance_tools(app: trio_mcp.App) -> None:
     @app.tool(description="Tool with JSON Schema 2020-12 features for conformance testing "
               "(SEP-1613)", input_schema=JSON_SCHEMA_2020_12)
     async def json_schema_2020_12_tool(
-        name: str | None = None, address: dict[str, Any] | None = None
+        name: str | None = None, address: dict[str, Any] | None = None,
+        contactMethod: str | None = None, phone: str | None = None,
+        email: str | None = None,
     ) -> str:
-        arguments = {k: v for k, v in (("name", name), ("address", address)) if v is not None}
+        given = (("name", name), ("address", address), ("contactMethod", contactMethod),
+                 ("phone", phone), ("email", email))
+        arguments = {k: v for k, v in given if v is not None}
         return f"JSON Schema 2020-12 tool called with: {_js(arguments)}"
+
+    @app.tool(description="Runs a query in a region; region is mirrored into the "
+              "Mcp-Param-Region HTTP header (SEP-2243)", input_schema=CUSTOM_HEADER_SCHEMA)
+    async def test_custom_header_tool(region: str, query: str | None = None) -> str:
+        return f"region={region} query={query}"
 
 
 async def _elicit_summary(ctx: trio_mcp.RequestContext, message: str,

@@ -63,6 +63,7 @@ def test_cli_prompts_list_and_get(target: list[str]) -> None:
         "test_prompt_with_arguments(arg1, arg2)  Prompt With Arguments",
         "test_prompt_with_embedded_resource(resourceUri)  Prompt With Embedded Resource",
         "test_prompt_with_image()  Prompt With Image",
+        "test_input_required_result_prompt()  MRTR: prompt that requires elicitation input",
     ]
     got = run_cli("prompts", "get", "test_prompt_with_arguments", "--args",
                   '{"arg1": "a", "arg2": "b"}', *target, "-q")

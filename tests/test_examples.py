@@ -168,7 +168,7 @@ async def test_examples_everything_server_over_websocket() -> None:
                     except (OSError, trio_websocket.HandshakeError):
                         await trio.sleep(0.1)
             assert text == "This is the content of the static text resource."
-            assert len(prompts) == 4
+            assert len(prompts) == 5
         finally:
             proc.terminate()
 

@@ -97,6 +97,7 @@ async def test_features_prompts_list_and_get_with_every_content_kind(transport: 
         assert set(prompts) == {
             "test_simple_prompt", "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource", "test_prompt_with_image",
+            "test_input_required_result_prompt",
         }
         with_args = prompts["test_prompt_with_arguments"]
         assert with_args.title == "Prompt With Arguments"

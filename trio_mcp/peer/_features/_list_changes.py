@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .._messages import Notification, to_wire
+from .._session import current_request_id
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
 from ._subscriptions import offer_all
@@ -42,10 +43,16 @@ def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:
         role is Role.SERVER
     ) else 0
     peer: PeerCore
-    for peer in list(app.connections):
-        if peer.role is role and ready(peer):
-            peer.notify_soon(method, params)
-            count += 1
+    # An announcement belongs to no request: not to the one whose handler
+    # changed the list (its id would route it to that request's stream).
+    token = current_request_id.set(None)
+    try:
+        for peer in list(app.connections):
+            if peer.role is role and ready(peer):
+                peer.notify_soon(method, params)
+                count += 1
+    finally:
+        current_request_id.reset(token)
     return count
 
 

@@ -44,7 +44,6 @@ from ..peer import (
     Message,
     Peer,
     decode_message,
-    encode_for_wire,
     open_bus,
 )
 from ..peer._messages import (
@@ -57,15 +56,12 @@ from ..peer._messages import (
     Response,
 )
 from ._client import DEFAULT_ERA, INIT_TIMEOUT, check_era, open_client_peer, server_key
-from ._mcp_headers import filter_tools, param_headers, standard_headers
+from ._http_posts import DEFAULT_RETRY_MS, MAX_RECONNECTS, HttpPosts, encode
+from ._mcp_headers import filter_tools
 from ._sse import SSEParser
 
 log = logging.getLogger("trio_mcp.transports")
 
-#: Milliseconds to wait before reconnecting when the server sent no ``retry``.
-DEFAULT_RETRY_MS: Final = 1_000
-#: Reconnection attempts in a row that bring nothing before a stream is given up.
-MAX_RECONNECTS: Final = 5
 #: Seconds to connect, and to send a request body.
 DEFAULT_TIMEOUT: Final = 30.0
 #: Seconds the first requests after the handshake wait for the GET stream to open.
@@ -77,7 +73,7 @@ _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 
 @final
 @attrs.define(eq=False)
-class _HttpClientTransport:
+class _HttpClientTransport(HttpPosts):
     """Carries one client bus over Streamable HTTP."""
 
     client: httpx.AsyncClient
@@ -106,19 +102,6 @@ class _HttpClientTransport:
     _tool_headers: dict[str, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
 
     # --- plumbing --------------------------------------------------------------------
-
-    def _modern_headers(self, msg: Message, version: str, accept: str) -> dict[str, str]:
-        """A 2026-07-28 POST's headers: no session; the version and the mirrored body."""
-        headers = {**self.extra_headers, "Accept": accept, "MCP-Protocol-Version": version}
-        if isinstance(msg, Request | Notification):
-            headers.update(standard_headers(msg.method, msg.params))
-            if isinstance(msg, Request) and msg.method == "tools/call" and isinstance(
-                msg.params, dict
-            ):
-                header_map = self._tool_headers.get(str(msg.params.get("name")))
-                if header_map:
-                    headers.update(param_headers(header_map, msg.params.get("arguments")))
-        return headers
 
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {**self.extra_headers, "Accept": accept}
@@ -202,35 +185,11 @@ class _HttpClientTransport:
                     if isinstance(msg, Notification) and msg.method == "notifications/initialized":
                         await _stream_opened(self._stream_ready)
 
-    async def _send_modern(self, msg: Message, version: str) -> None:
-        """POST one 2026-07-28 message; cancelling its request closes the stream."""
-        request_id = msg.id if isinstance(msg, Request) else None
-        with trio.CancelScope() as scope:
-            if request_id is not None:
-                self._inflight[request_id] = scope
-            try:
-                try:
-                    response = await self._open("POST", body=_encode(msg), modern=(msg, version))
-                except httpx.HTTPError as exc:
-                    log.warning("POST to %s failed: %s", self.url, exc)
-                    if request_id is not None:
-                        await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
-                    return
-                try:
-                    await self._handle(msg, response, True, None)
-                finally:
-                    with trio.CancelScope(shield=True):
-                        await response.aclose()
-            finally:
-                if request_id is not None:
-                    self._inflight.pop(request_id, None)
-                    self._tool_lists.discard(request_id)
-
     async def _send(self, msg: Message, *, retried: bool = False) -> None:
         request_id = msg.id if isinstance(msg, Request) else None
         session_id = self.session_id
         try:
-            response = await self._open("POST", body=_encode(msg))
+            response = await self._open("POST", body=encode(msg))
         except httpx.HTTPError as exc:
             log.warning("POST to %s failed: %s", self.url, exc)
             if request_id is not None:
@@ -280,40 +239,6 @@ class _HttpClientTransport:
             await self._fail(request_id, f"Streamable HTTP: unexpected answer (HTTP {status}, "
                                          f"Content-Type {content_type!r})")
 
-    async def _refused(self, msg: Message, response: httpx.Response) -> None:
-        body = await response.aread()
-        error = httpx.HTTPStatusError(
-            f"HTTP {response.status_code} from {self.url}: {body[:200]!r}",
-            request=response.request, response=response,
-        )
-        item = decode_message(body)
-        if msg is self._init or (
-            # 2026-07-28 or auto: a refused server/discover without a JSON-RPC
-            # error (401, 403...) is reported as the HTTP error, as initialize's is.
-            isinstance(msg, Request) and msg.method == "server/discover"
-            and not isinstance(item, ErrorResponse)
-        ):
-            self.fatal = error
-        log.warning("%s", error)
-        if not isinstance(msg, Request):
-            return
-        data: Any = {"httpStatus": response.status_code}
-        if isinstance(item, ErrorResponse):
-            # The error as the server gave it (the probe must see -32022's
-            # data.supported), with the HTTP status added.
-            original = item.error.data
-            if isinstance(original, dict):
-                data = {**original, "httpStatus": response.status_code}
-            elif original is not None:
-                data = original
-            message = f"HTTP {response.status_code}: {item.error.message}"
-            await self._deliver(ErrorResponse(msg.id, ErrorData(item.error.code, message, data)))
-        else:
-            # Not a JSON-RPC error (a 2025-11-25 server's refusal of the
-            # server/discover probe, say): a non-modern error, so ``auto``
-            # falls back to initialize.
-            await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
-
     async def _reinitialize(self, lost: str) -> bool:
         """Start a new session after a 404 for session ``lost``, as the first ``initialize`` did.
 
@@ -335,7 +260,7 @@ class _HttpClientTransport:
             self._listening.cancel()
         init = Request(f"trio-mcp-reinitialize-{self._reinits}", "initialize", self._init.params)
         try:
-            response = await self._open("POST", body=_encode(init))
+            response = await self._open("POST", body=encode(init))
             try:
                 if response.status_code != 200:
                     return False
@@ -344,7 +269,7 @@ class _HttpClientTransport:
             finally:
                 await response.aclose()
             note = Notification("notifications/initialized")
-            response = await self._open("POST", body=_encode(note))
+            response = await self._open("POST", body=encode(note))
             await response.aclose()
         except httpx.HTTPError as exc:
             log.warning("re-initializing failed: %s", exc)
@@ -415,42 +340,6 @@ class _HttpClientTransport:
             finally:
                 await response.aclose()
 
-    def _listen(self) -> None:
-        if self._nursery is not None and not self._closing:
-            if self._listening is not None:
-                self._listening.cancel()
-            self._listening = trio.CancelScope()
-            self._stream_ready = trio.Event()
-            self._nursery.start_soon(self._listen_loop, self._listening, self._stream_ready)
-
-    async def _listen_loop(self, scope: trio.CancelScope, ready: trio.Event) -> None:
-        """Keep the session's GET stream open, resuming from the last event id."""
-        parser = SSEParser()
-        failures = 0
-        with scope:
-            while not self._closing and failures < MAX_RECONNECTS:
-                seen = parser.last_event_id
-                try:
-                    response = await self._open("GET", last_event_id=seen or None)
-                except httpx.HTTPError as exc:
-                    log.debug("GET stream failed: %s", exc)
-                    failures += 1
-                    ready.set()
-                else:
-                    ready.set()
-                    try:
-                        if response.status_code in (400, 404, 405, 409):
-                            return  # no stream for us here
-                        if response.status_code != 200:
-                            failures += 1
-                        else:
-                            await self._consume(response, parser, None)
-                            failures = 0 if parser.last_event_id != seen else failures + 1
-                    finally:
-                        await response.aclose()
-                retry = parser.retry if parser.retry is not None else DEFAULT_RETRY_MS
-                await trio.sleep(retry / 1000)
-
     async def close(self) -> None:
         """End the session with ``DELETE`` (bounded by :data:`CLOSE_TIMEOUT`).
 
@@ -475,13 +364,6 @@ def _modern_version(msg: Request) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
-
-
-def _encode(msg: Message) -> bytes:
-    data = encode_for_wire(msg)
-    if data is None:  # only a message holding non-JSON params
-        raise ValueError(f"cannot encode {type(msg).__name__} as JSON")
-    return data
 
 
 def _client_headers(token: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:

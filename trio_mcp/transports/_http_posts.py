@@ -1,0 +1,162 @@
+"""The Streamable HTTP client's POSTs of 2026-07-28, refusals, and the 2025-11-25 GET stream.
+
+A mixin of the client transport (:mod:`._http_client`), which holds the
+state; split out to keep each class small.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import httpx
+import trio
+
+from ..peer import Message, decode_message, encode_for_wire
+from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId
+from ._mcp_headers import param_headers, standard_headers
+from ._sse import SSEParser
+
+log = logging.getLogger("trio_mcp.transports")
+
+#: Milliseconds to wait before reconnecting when the server sent no ``retry``.
+DEFAULT_RETRY_MS: Final = 1_000
+#: Reconnection attempts in a row that bring nothing before a stream is given up.
+MAX_RECONNECTS: Final = 5
+
+
+class HttpPosts:
+    """Modern POSTs, refused answers and the legacy GET stream (a mixin)."""
+
+    url: str
+    extra_headers: dict[str, str]
+    fatal: BaseException | None
+    _init: Request | None
+    _nursery: trio.Nursery | None
+    _listening: trio.CancelScope | None
+    _stream_ready: trio.Event | None
+    _closing: bool
+    _inflight: dict[RequestId, trio.CancelScope]
+    _tool_lists: set[RequestId]
+    _tool_headers: dict[str, dict[str, tuple[str, ...]]]
+    _open: Any  # a method of the transport
+    _fail: Any  # a method of the transport
+    _deliver: Any  # a method of the transport
+    _handle: Any  # a method of the transport
+    _consume: Any  # a method of the transport
+
+    def _modern_headers(self, msg: Message, version: str, accept: str) -> dict[str, str]:
+        """A 2026-07-28 POST's headers: no session; the version and the mirrored body."""
+        headers = {**self.extra_headers, "Accept": accept, "MCP-Protocol-Version": version}
+        if isinstance(msg, Request | Notification):
+            headers.update(standard_headers(msg.method, msg.params))
+            if isinstance(msg, Request) and msg.method == "tools/call" and isinstance(
+                msg.params, dict
+            ):
+                header_map = self._tool_headers.get(str(msg.params.get("name")))
+                if header_map:
+                    headers.update(param_headers(header_map, msg.params.get("arguments")))
+        return headers
+
+    async def _send_modern(self, msg: Message, version: str) -> None:
+        """POST one 2026-07-28 message; cancelling its request closes the stream."""
+        request_id = msg.id if isinstance(msg, Request) else None
+        with trio.CancelScope() as scope:
+            if request_id is not None:
+                self._inflight[request_id] = scope
+            try:
+                try:
+                    response = await self._open("POST", body=encode(msg), modern=(msg, version))
+                except httpx.HTTPError as exc:
+                    log.warning("POST to %s failed: %s", self.url, exc)
+                    if request_id is not None:
+                        await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
+                    return
+                try:
+                    await self._handle(msg, response, True, None)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
+            finally:
+                if request_id is not None:
+                    self._inflight.pop(request_id, None)
+                    self._tool_lists.discard(request_id)
+
+    async def _refused(self, msg: Message, response: httpx.Response) -> None:
+        body = await response.aread()
+        error = httpx.HTTPStatusError(
+            f"HTTP {response.status_code} from {self.url}: {body[:200]!r}",
+            request=response.request, response=response,
+        )
+        item = decode_message(body)
+        if msg is self._init or (
+            # 2026-07-28 or auto: a refused server/discover without a JSON-RPC
+            # error (401, 403...) is reported as the HTTP error, as initialize's is.
+            isinstance(msg, Request) and msg.method == "server/discover"
+            and not isinstance(item, ErrorResponse)
+        ):
+            self.fatal = error
+        log.warning("%s", error)
+        if not isinstance(msg, Request):
+            return
+        data: Any = {"httpStatus": response.status_code}
+        if isinstance(item, ErrorResponse):
+            # The error as the server gave it (the probe must see -32022's
+            # data.supported), with the HTTP status added.
+            original = item.error.data
+            if isinstance(original, dict):
+                data = {**original, "httpStatus": response.status_code}
+            elif original is not None:
+                data = original
+            message = f"HTTP {response.status_code}: {item.error.message}"
+            await self._deliver(ErrorResponse(msg.id, ErrorData(item.error.code, message, data)))
+        else:
+            # Not a JSON-RPC error (a 2025-11-25 server's refusal of the
+            # server/discover probe, say): a non-modern error, so ``auto``
+            # falls back to initialize.
+            await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
+
+    def _listen(self) -> None:
+        if self._nursery is not None and not self._closing:
+            if self._listening is not None:
+                self._listening.cancel()
+            self._listening = trio.CancelScope()
+            self._stream_ready = trio.Event()
+            self._nursery.start_soon(self._listen_loop, self._listening, self._stream_ready)
+
+    async def _listen_loop(self, scope: trio.CancelScope, ready: trio.Event) -> None:
+        """Keep the session's GET stream open, resuming from the last event id."""
+        parser = SSEParser()
+        failures = 0
+        with scope:
+            while not self._closing and failures < MAX_RECONNECTS:
+                seen = parser.last_event_id
+                try:
+                    response = await self._open("GET", last_event_id=seen or None)
+                except httpx.HTTPError as exc:
+                    log.debug("GET stream failed: %s", exc)
+                    failures += 1
+                    ready.set()
+                else:
+                    ready.set()
+                    try:
+                        if response.status_code in (400, 404, 405, 409):
+                            return  # no stream for us here
+                        if response.status_code != 200:
+                            failures += 1
+                        else:
+                            await self._consume(response, parser, None)
+                            failures = 0 if parser.last_event_id != seen else failures + 1
+                    finally:
+                        await response.aclose()
+                retry = parser.retry if parser.retry is not None else DEFAULT_RETRY_MS
+                await trio.sleep(retry / 1000)
+
+
+
+def encode(msg: Message) -> bytes:
+    """``msg`` as wire JSON bytes."""
+    data = encode_for_wire(msg)
+    if data is None:  # only a message holding non-JSON params
+        raise ValueError(f"cannot encode {type(msg).__name__} as JSON")
+    return data

@@ -99,19 +99,20 @@ async def connect(args: argparse.Namespace, app: App) -> AsyncIterator[Peer]:
     if args.token is not None and option == "--stdio":
         raise CliError("--token only applies to --ws or --http")
     init_timeout = INIT_TIMEOUT if args.timeout is None else args.timeout
+    era = getattr(args, "era", None) or "2025-11-25"
     if option == "--http":
-        async with _connect_http(args, target, app, init_timeout) as peer:
+        async with _connect_http(args, target, app, init_timeout, era) as peer:
             yield peer
         return
     async with AsyncExitStack() as stack:
         try:
             if option == "--stdio":
                 peer = await stack.enter_async_context(
-                    open_stdio_client(target, app, init_timeout=init_timeout)
+                    open_stdio_client(target, app, init_timeout=init_timeout, era=era)
                 )
             else:
                 peer = await stack.enter_async_context(open_websocket_client(
-                    target, app, token=args.token, init_timeout=init_timeout
+                    target, app, token=args.token, init_timeout=init_timeout, era=era
                 ))
         except ValueError as exc:  # a bad URL, an unbalanced quote in CMD...
             raise CliError(f"cannot connect: {exc}") from exc
@@ -126,7 +127,7 @@ async def connect(args: argparse.Namespace, app: App) -> AsyncIterator[Peer]:
 
 @asynccontextmanager
 async def _connect_http(
-    args: argparse.Namespace, url: str, app: App, init_timeout: float
+    args: argparse.Namespace, url: str, app: App, init_timeout: float, era: str
 ) -> AsyncIterator[Peer]:
     """``--http``: the handshake bounded by ``init_timeout``, the session by nothing."""
     if not url.startswith(("http://", "https://")):
@@ -135,7 +136,7 @@ async def _connect_http(
     with trio.CancelScope(deadline=trio.current_time() + init_timeout) as handshake:
         try:
             async with open_http_client(url, app, token=args.token,
-                                        connect_timeout=init_timeout) as peer:
+                                        connect_timeout=init_timeout, era=era) as peer:
                 connected = True
                 handshake.deadline = math.inf
                 yield peer

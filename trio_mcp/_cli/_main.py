@@ -116,6 +116,10 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, repeated: bool =
     group.add_argument("--token", metavar="T", **unset,
                        help="bearer token for --ws or --http (tasks then belong to the token's "
                             "identity and outlive the connection)")
+    group.add_argument("--era", choices=("auto", "2025-11-25", "2026-07-28"), **unset,
+                       help="the MCP revision to speak: 2025-11-25 (default: initialize), "
+                            "2026-07-28 (per-request _meta), or auto (probe with "
+                            "server/discover, fall back to initialize)")
     group.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, **unset,
                        help=f"how long to wait for the server's answer to initialize "
                             f"(default {INIT_TIMEOUT:g}) and then for the result (default: "

@@ -20,7 +20,8 @@ import trio_mcp
 from trio_mcp import McpError, TaskStatus
 from trio_mcp.peer._messages import ErrorData
 from trio_mcp.peer._tasks import _sqlite
-from trio_mcp.peer._tasks._sqlite import LOST_MESSAGE, SqliteTaskStore, open_task_store
+from trio_mcp.peer._tasks._open import open_task_store
+from trio_mcp.peer._tasks._sqlite import LOST_MESSAGE, SqliteTaskStore
 from trio_mcp.peer._tasks._store import MemoryTaskStore, TaskRecord, TaskStore
 
 STORES = ("memory", "sqlite")

@@ -94,8 +94,8 @@ async def _eventually(check: Callable[[], Any], timeout: float) -> None:
 
 def test_redis_urls() -> None:
     require_redis()
+    from trio_mcp.peer._tasks._open import open_task_store
     from trio_mcp.peer._tasks._redis import RedisTaskStore
-    from trio_mcp.peer._tasks._sqlite import open_task_store
 
     store = open_task_store("redis://localhost:6379/2?lease=1.5&prefix=app&socket_keepalive=1")
     assert isinstance(store, RedisTaskStore) and isinstance(store, SharedTaskStore)
@@ -114,7 +114,7 @@ def test_redis_urls() -> None:
 
 
 def test_redis_url_without_coredis_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trio_mcp.peer._tasks._sqlite import open_task_store
+    from trio_mcp.peer._tasks._open import open_task_store
 
     monkeypatch.setitem(sys.modules, "coredis", None)
     monkeypatch.delitem(sys.modules, "trio_mcp.peer._tasks._redis", raising=False)

@@ -11,9 +11,9 @@ from ._connection import StatusWaiters as StatusWaiters
 from ._connection import TaskConnection as TaskConnection
 from ._handle import TaskHandle as TaskHandle
 from ._limits import TaskLimits as TaskLimits
+from ._open import open_task_store as open_task_store
 from ._registry import TaskRegistry as TaskRegistry
 from ._sqlite import SqliteTaskStore as SqliteTaskStore
-from ._sqlite import open_task_store as open_task_store
 from ._state import TRANSITIONS as TRANSITIONS
 from ._state import IllegalTransition as IllegalTransition
 from ._state import TaskEvent as TaskEvent

@@ -54,6 +54,7 @@ from coredis.retry import NoRetryPolicy
 
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
+from ._codec import outcome_from_json, outcome_to_json
 from ._redis_loops import closing_connections, hold_client, listen, repeat
 from ._shared import (
     LEASE_LOST_MESSAGE,
@@ -64,7 +65,6 @@ from ._shared import (
     StoreEvents,
     store_unavailable,
 )
-from ._sqlite import _outcome_from_json, _outcome_to_json
 from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry
 
 log = logging.getLogger("trio_mcp.tasks")
@@ -152,7 +152,7 @@ def _record(task_id: str, h: dict[str, str]) -> TaskRecord | None:
         poll_interval=int(h["poll"]),
         deadline=deadline,
         status_message=h.get("msg"),
-        outcome=_outcome_from_json(h.get("outcome")),
+        outcome=outcome_from_json(h.get("outcome")),
     )
 
 
@@ -372,7 +372,7 @@ class RedisTaskStore:
             fields += ["expires", str(expires)]
         if record.status_message is not None:
             fields += ["msg", record.status_message]
-        if (outcome := _outcome_to_json(record.outcome)) is not None:
+        if (outcome := outcome_to_json(record.outcome)) is not None:
             fields += ["outcome", outcome]
         at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
         seq = int(await self._script(
@@ -470,7 +470,7 @@ if TYPE_CHECKING:
 
 
 def _update_args(record: TaskRecord, now_ms: int) -> list[str]:
-    msg, outcome = record.status_message, _outcome_to_json(record.outcome)
+    msg, outcome = record.status_message, outcome_to_json(record.outcome)
     return [
         record.task_id, record.status.value, record.last_updated_at,
         "0" if msg is None else "1", msg or "", "0" if outcome is None else "1",

@@ -44,8 +44,8 @@ from ._cluster import Cluster
 from ._connection import TaskConnection
 from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
 from ._limits import CursorCodec, TaskLimits
+from ._open import open_task_store
 from ._shared import SharedTaskStore
-from ._sqlite import open_task_store
 from ._store import TaskRecord, TaskStore, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")

@@ -19,8 +19,6 @@ hanging, and service resumes once a retry commits.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import json
 import logging
 import queue
 import secrets
@@ -35,8 +33,9 @@ import attrs
 import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
-from .._messages import ErrorData, TaskStatus
-from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, now_iso, trio_deadline, wall_expiry
+from .._messages import TaskStatus
+from ._codec import outcome_from_json, outcome_to_json
+from ._store import MemoryTaskStore, TaskRecord, now_iso, trio_deadline, wall_expiry
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -88,28 +87,6 @@ class Restored:
     records: tuple[TaskRecord, ...]
     cursor_secret: bytes
     lost: int
-
-
-def _outcome_to_json(outcome: TaskOutcome | None) -> str | None:
-    if outcome is None:
-        return None
-    if isinstance(outcome, ErrorData):
-        error: dict[str, Any] = {"code": outcome.code, "message": outcome.message}
-        if outcome.data is not None:
-            error["data"] = outcome.data
-        return json.dumps({"error": error}, ensure_ascii=False)
-    return json.dumps({"result": outcome}, ensure_ascii=False)
-
-
-def _outcome_from_json(text: str | None) -> TaskOutcome | None:
-    if text is None:
-        return None
-    value = json.loads(text)
-    if "error" in value:
-        error = value["error"]
-        return ErrorData(int(error["code"]), str(error["message"]), error.get("data"))
-    result: dict[str, Any] = value["result"]
-    return result
 
 
 @final
@@ -166,7 +143,7 @@ class SqliteTaskStore:
         return (
             r.task_id, r.owner, r.seq, r.method, r.status.value, r.created_at,
             r.last_updated_at, r.ttl, r.poll_interval, self._expires.get(r.task_id),
-            r.status_message, _outcome_to_json(r.outcome),
+            r.status_message, outcome_to_json(r.outcome),
         )  # fmt: skip
 
     def _write(self, item: tuple[Any, ...]) -> None:
@@ -305,7 +282,7 @@ class SqliteTaskStore:
             poll_interval=poll_interval,
             deadline=deadline,
             status_message=status_message,
-            outcome=_outcome_from_json(outcome),
+            outcome=outcome_from_json(outcome),
         )
 
     # --- the writer thread ---------------------------------------------------------------
@@ -353,40 +330,3 @@ class SqliteTaskStore:
                 self._done += len(batch)
                 self._lock.notify_all()
             return
-
-
-def open_task_store(url: str) -> Any:
-    """The task store a URL names.
-
-    * ``memory`` or ``memory://``: the default in-memory store (dies with the process);
-    * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
-      :class:`SqliteTaskStore`, durable across restarts of one process;
-    * ``redis://host:port/db``, ``rediss://...`` or ``unix:///path/to/redis.sock?db=N``
-      (query options ``lease=SECONDS``, ``prefix=NAME``): a
-      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra).
-
-    Raises:
-        ValueError: An unknown or unsupported scheme.
-        ImportError: A Redis URL without coredis installed.
-    """
-    scheme, sep, rest = url.partition("://")
-    if url == "memory" or (scheme == "memory" and sep):
-        return MemoryTaskStore()
-    if scheme == "sqlite" and sep:
-        path = rest[1:] if rest.startswith("/") else rest
-        if not path:
-            raise ValueError(f"a sqlite store URL needs a path: {url!r}")
-        return SqliteTaskStore(path)
-    if scheme in ("redis", "rediss", "unix") and sep:
-        # Loaded by name: coredis is optional, and ._redis imports this module.
-        try:
-            redis = importlib.import_module("._redis", __package__)
-        except ImportError as exc:
-            raise ImportError(
-                f"a Redis task store ({url!r}) needs coredis: pip install 'trio-mcp[redis]'"
-            ) from exc
-        return redis.RedisTaskStore(url)
-    raise ValueError(
-        f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db'"
-        " or 'redis://host:port/db'"
-    )

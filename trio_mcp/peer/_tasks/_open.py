@@ -1,0 +1,49 @@
+"""The task store a URL names: ``memory``, ``sqlite:///...`` or ``redis://...``.
+
+The one module that knows every store: it imports the SQLite store, and the
+Redis one only when a Redis URL asks for it (coredis is optional).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._sqlite import SqliteTaskStore
+from ._store import MemoryTaskStore
+
+
+def open_task_store(url: str) -> Any:
+    """The task store a URL names.
+
+    * ``memory`` or ``memory://``: the default in-memory store (dies with the process);
+    * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
+      :class:`~._sqlite.SqliteTaskStore`, durable across restarts of one process;
+    * ``redis://host:port/db``, ``rediss://...`` or ``unix:///path/to/redis.sock?db=N``
+      (query options ``lease=SECONDS``, ``prefix=NAME``): a
+      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra).
+
+    Raises:
+        ValueError: An unknown or unsupported scheme.
+        ImportError: A Redis URL without coredis installed.
+    """
+    scheme, sep, rest = url.partition("://")
+    if url == "memory" or (scheme == "memory" and sep):
+        return MemoryTaskStore()
+    if scheme == "sqlite" and sep:
+        path = rest[1:] if rest.startswith("/") else rest
+        if not path:
+            raise ValueError(f"a sqlite store URL needs a path: {url!r}")
+        return SqliteTaskStore(path)
+    if scheme in ("redis", "rediss", "unix") and sep:
+        # Imported here: coredis is optional (the ``redis`` extra).
+        try:
+            from ._redis import RedisTaskStore
+        except ImportError as exc:
+            raise ImportError(
+                f"a Redis task store ({url!r}) needs coredis: pip install 'trio-mcp[redis]'"
+            ) from exc
+        return RedisTaskStore(url)
+    raise ValueError(
+        f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db'"
+        " or 'redis://host:port/db'"
+    )

@@ -206,11 +206,15 @@ async def test_our_auto_client_against_mcp230_server(mcp230: Path, transport: st
             prompts = await peer.list_all_prompts()
             assert [p.name for p in prompts] == ["hello"]
             prompt = await peer.get_prompt("hello", {"name": "Bob"})
-            assert prompt.messages[0].content.text == "Say hello to Bob."
+            content = prompt.messages[0].content
+            assert isinstance(content, trio_mcp.TextContent)
+            assert content.text == "Say hello to Bob."
             resources = await peer.list_all_resources()
             assert [r.uri for r in resources] == ["test://hello"]
             read = await peer.read_resource("test://hello")
-            assert read.contents[0].text == "hello from mcp 2.3.0"
+            (contents,) = read.contents
+            assert isinstance(contents, trio_mcp.TextResourceContents)
+            assert contents.text == "hello from mcp 2.3.0"
     assert [p.message for p in asked] == ["What is your name?", "Really deploy?"]
     assert all(p.mode == "form" for p in asked)
     # The wire: no initialize; the probe was server/discover; each elicitation came back as

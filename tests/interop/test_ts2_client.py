@@ -43,7 +43,8 @@ def sent(report: dict[str, Any], method: str) -> list[dict[str, Any]]:
 def answer_to(report: dict[str, Any], request_id: Any) -> dict[str, Any]:
     (msg,) = [e["msg"] for e in report["wire"]
               if e["dir"] == "in" and "method" not in e["msg"] and e["msg"].get("id") == request_id]
-    return msg
+    answer: dict[str, Any] = msg
+    return answer
 
 
 def test_negotiated_version_and_headers(report: dict[str, Any]) -> None:

@@ -30,7 +30,6 @@ from typing import Any
 
 import anyio
 import mcp_types as t
-
 from mcp import Client, StdioServerParameters
 
 warnings.simplefilter("ignore", DeprecationWarning)

@@ -27,9 +27,8 @@ import warnings
 from typing import Annotated
 
 import mcp_types as t
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from pydantic import BaseModel
 
 warnings.simplefilter("ignore", DeprecationWarning)
 

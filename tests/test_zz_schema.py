@@ -1,5 +1,8 @@
 """Every message our peers sent during the test session validates against the
-official MCP 2025-11-25 JSON Schema (``../shared/spec/schema-2025-11-25.json``).
+official MCP JSON Schema of its era: ``../shared/spec/schema-2025-11-25.json``,
+or ``schema-2026-07-28.json`` for the messages of the modern era (a result
+with ``resultType``, a request with the per-request ``_meta``, the methods
+only 2026-07-28 has, a notification of a subscription).
 
 The recorder in ``conftest.py`` sees every message any in-process trio_mcp
 peer sends (client and server roles, over memory, stdio and WebSocket, and to
@@ -16,6 +19,7 @@ the null id removed; everything else must validate as sent.
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 from typing import Any
 
@@ -27,6 +31,33 @@ import trio_mcp
 from .conftest import RECORDED
 from .everything import connect_everything, feature_client
 from .helpers import client_app, example_app
+from .test_modern_server import PV, conforms, validate_modern
+
+#: Methods only the 2026-07-28 era has.
+MODERN_ONLY = frozenset({
+    "server/discover", "subscriptions/listen", "notifications/subscriptions/acknowledged",
+})
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+
+
+def is_modern(wire: dict[str, Any]) -> bool:
+    """Whether ``wire`` is a message of the 2026-07-28 era (errors are the same in both)."""
+    if "result" in wire:
+        return "resultType" in wire["result"]
+    if "method" in wire:
+        meta = (wire.get("params") or {}).get("_meta") or {}
+        return wire["method"] in MODERN_ONLY or PV in meta or SUBSCRIPTION in meta
+    return False
+
+
+def check_modern(wire: dict[str, Any], method: str | None, by_method: dict[str, str]) -> None:
+    """Validate one modern message against the 2026-07-28 schema."""
+    if "method" in wire and "id" in wire:  # a client's request
+        conforms("JSONRPCRequest", wire)
+        if wire["method"] in by_method:
+            conforms(by_method[wire["method"]], wire)
+        return
+    validate_modern(wire, method)
 
 RESULT_BY_METHOD = {
     "initialize": "InitializeResult",
@@ -125,9 +156,22 @@ async def test_schema_every_sent_message_validates(schema: dict[str, Any]) -> No
 
     sent = [(wire, method) for direction, wire, method in RECORDED if direction == "sent"]
     assert len(sent) > 50
+    modern_by_method = {
+        name: definition for name, definition in (
+            (d.get("properties", {}).get("method", {}).get("const"), n)
+            for n, d in _schema_2026()["$defs"].items()
+        ) if name
+    }
     violations: list[str] = []
     kinds: Counter[str] = Counter()
     for wire, method in sent:
+        if is_modern(wire):
+            kinds["2026-07-28"] += 1
+            try:
+                check_modern(wire, method, modern_by_method)
+            except AssertionError as problem:
+                violations.append(f"2026-07-28: {str(problem)[:300]}")
+            continue
         wire = copy.deepcopy(wire)
         if "error" in wire and wire.get("id") is None:
             del wire["id"]  # JSON-RPC 2.0 section 5: see the module docstring
@@ -192,3 +236,10 @@ def test_schema_checker_catches_a_bad_message(schema: dict[str, Any]) -> None:
     assert _check_related_task_rules(
         {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}, "tasks/result"
     )
+
+
+def _schema_2026() -> dict[str, Any]:
+    from .test_modern_server import SCHEMA_2026
+
+    loaded: dict[str, Any] = json.loads(SCHEMA_2026.read_text(encoding="utf-8"))
+    return loaded

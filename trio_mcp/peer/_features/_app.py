@@ -71,6 +71,11 @@ class App(ServerOffers, ClientHandlers):
             of a deployment the same one (or set ``TRIO_MCP_REQUEST_STATE_SECRET``)
             so a retry may reach any of them; by default a random key of
             this process.
+        modern_task_policy: Whether a 2026-07-28 call of an ``optional`` task
+            tool runs as a task (the tasks extension: the server decides),
+            when the request declared the extension: ``True`` (default),
+            ``False``, or a function of the tool's name. ``required`` tools
+            always do, ``forbidden`` ones never.
         cache_hints: Method -> :class:`CacheHint` (``ttlMs`` and
             ``cacheScope`` of 2026-07-28 cacheable results); by default 0 ms,
             ``public`` for lists and ``private`` for ``resources/read``.
@@ -94,6 +99,7 @@ class App(ServerOffers, ClientHandlers):
     elicitation_modes: tuple[str, ...] = attrs.field(default=("form",), converter=tuple)
     request_state_secret: bytes | str | None = attrs.field(default=None, repr=False)
     cache_hints: dict[str, CacheHint] = attrs.field(factory=dict)
+    modern_task_policy: bool | Callable[[str], bool] = True
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)

@@ -127,6 +127,11 @@ class AppView(Protocol):
         ...
 
     @property
+    def modern_task_policy(self) -> bool | Callable[[str], bool]:
+        """Whether a 2026-07-28 call of an ``optional`` task tool runs as a task."""
+        ...
+
+    @property
     def cache_hints(self) -> Mapping[str, Any]:
         """Method -> :class:`~._modern.CacheHint` for 2026-07-28 cacheable results."""
         ...

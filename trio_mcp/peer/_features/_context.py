@@ -27,9 +27,9 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskConnection
 from ._base import PeerCore
+from ._era import current_request
 from ._logging import Logging
-from ._modern import ask, current_request
-from ._questions import ask_all, request_maybe_task
+from ._questions import ask_all, ask_one
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -169,25 +169,14 @@ class RequestContext:
             answer is dropped. A task in ``input_required`` goes back to
             ``working`` when its last open question ends.
         """
-        if current_request.get() is not None:
-            problem = check_form_schema(requested_schema)
-            if problem is not None:
-                raise LocalUsageError(f"not a form-mode schema: {problem}")
-            question = {"mode": "form", "message": message, "requestedSchema": requested_schema}
-            result: ElicitResult = ask("elicitation/create", question, ElicitResult, key)
-            return result
-        caps = self.peer.remote_client_capabilities
-        if caps is None or caps.elicitation is None:
-            raise LocalUsageError("the client did not declare the elicitation capability")
-        if caps.elicitation and "form" not in caps.elicitation:
-            raise LocalUsageError("the client did not declare form-mode elicitation")
         problem = check_form_schema(requested_schema)
         if problem is not None:
             raise LocalUsageError(f"not a form-mode schema: {problem}")
-        params = ElicitParams(message=message, requested_schema=requested_schema, mode="form")
-        return await request_maybe_task(self,
-            "elicitation/create", to_wire(params), ElicitResult, as_task, ttl
+        params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+        result: ElicitResult = await ask_one(
+            self, "elicitation/create", params, ElicitResult, key, as_task=as_task, ttl=ttl
         )
+        return result
 
     async def elicit_url(
         self, message: str, url: str, *, elicitation_id: str | None = None
@@ -270,15 +259,8 @@ class RequestContext:
 
         Cancellation: sends ``notifications/cancelled`` for the request.
         """
-        if current_request.get() is not None:
-            answer: ListRootsResult = ask("roots/list", {}, ListRootsResult, key)
-            return answer.roots
-        caps = self.peer.remote_client_capabilities
-        if caps is None or caps.roots is None:
-            raise LocalUsageError("the client did not declare the roots capability")
-        raw, _ = await self._ask("roots/list", {})
-        result: ListRootsResult = converter.structure(raw, ListRootsResult)
-        return result.roots
+        answer: ListRootsResult = await ask_one(self, "roots/list", {}, ListRootsResult, key)
+        return answer.roots
 
     async def sample(
         self,
@@ -317,17 +299,11 @@ class RequestContext:
         params = CreateMessageParams(
             messages=messages, max_tokens=max_tokens, system_prompt=system_prompt, **extra
         )
-        if current_request.get() is not None:
-            sampled: CreateMessageResult = ask(
-                "sampling/createMessage", to_wire(params), CreateMessageResult, key
-            )
-            return sampled
-        caps = self.peer.remote_client_capabilities
-        if caps is None or caps.sampling is None:
-            raise LocalUsageError("the client did not declare the sampling capability")
-        return await request_maybe_task(self,
-            "sampling/createMessage", to_wire(params), CreateMessageResult, as_task, ttl
+        sampled: CreateMessageResult = await ask_one(
+            self, "sampling/createMessage", to_wire(params), CreateMessageResult, key,
+            as_task=as_task, ttl=ttl,
         )
+        return sampled
 
     async def ask_all(
         self, questions: dict[str, ElicitParams | CreateMessageParams | None]

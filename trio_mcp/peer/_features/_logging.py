@@ -28,8 +28,8 @@ from .._messages import (
 )
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
+from ._era import current_request
 from ._list_changes import ready
-from ._modern import current_request
 
 log = logging.getLogger("trio_mcp.peer")
 

@@ -22,7 +22,6 @@ and its outcome becomes a modern answer:
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -56,13 +55,19 @@ from .._messages import (
 )
 from .._session import Reply, RequestHandler
 from ._base import PeerCore
+from ._era import ModernRequest, RoundState, current_request
+from ._modern_tasks import (
+    TASKS_EXTENSION,
+    create_result,
+    prepare_call,
+    tasks_cancel,
+    tasks_get,
+    tasks_update,
+)
 from ._mrtr import (
-    CAPABILITY_OF,
-    MAX_QUESTIONS,
     InputRequired,
     RecordedRound,
     StateCodec,
-    missing_capability,
     read_input_responses,
     request_digest,
 )
@@ -105,85 +110,6 @@ class CacheHint:
 DEFAULT_CACHE_HINTS: Final = {
     "resources/read": CacheHint(0, "private"),
 }
-
-
-@final
-@attrs.define(eq=False)
-class RoundState:
-    """The answers one run of an MRTR handler may use, and what it used.
-
-    Attributes:
-        answers: Key -> answer: the verified earlier rounds', then this request's.
-        used: The answers the handler took (recorded in the next ``requestState``).
-        asked: How many questions the handler asked so far (names unnamed keys).
-    """
-
-    answers: dict[str, Any]
-    used: dict[str, Any] = attrs.field(factory=dict)
-    asked: int = 0
-
-
-@final
-@attrs.frozen
-class ModernRequest:
-    """The per-request protocol fields of one modern request, current while it is handled.
-
-    Attributes:
-        method: The request's method.
-        protocol_version: ``io.modelcontextprotocol/protocolVersion``.
-        client_capabilities: ``io.modelcontextprotocol/clientCapabilities``.
-        client_info: ``io.modelcontextprotocol/clientInfo``, if it was well formed.
-        log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
-        round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``).
-    """
-
-    method: str
-    protocol_version: str
-    client_capabilities: ClientCapabilities
-    client_info: Implementation | None = None
-    log_level: str | None = None
-    round: RoundState | None = None
-
-    def declared(self, capability: str) -> bool:
-        """Whether the request declared the client ``capability`` (``sampling``...)."""
-        caps = self.client_capabilities
-        value = getattr(caps, capability, None)
-        return value is not None or capability in caps.extra
-
-    def answer(self, method: str, params: dict[str, Any], key: str | None) -> tuple[str, Any]:
-        """The recorded answer to one question, as ``(key, answer)``; ``answer`` is None if new.
-
-        Raises:
-            McpError: -32021 if the client did not declare the capability the
-                question needs; -32603 outside a request that may ask.
-        """
-        capability = CAPABILITY_OF[method]
-        if not self.declared(capability):
-            raise missing_capability(capability)
-        modes = self.client_capabilities.elicitation
-        mode = params.get("mode", "form")
-        if method == "elicitation/create" and modes and mode not in modes:
-            raise missing_capability("elicitation", {mode: {}})
-        state = self.round
-        if state is None:
-            raise McpError(
-                INVALID_PARAMS, f"Invalid params: {self.method} cannot ask the client for input"
-            )
-        state.asked += 1
-        if state.asked > MAX_QUESTIONS:
-            raise McpError(INVALID_PARAMS, "Invalid params: too many questions for one request")
-        if key is None:
-            key = f"{capability}-{state.asked}"
-        found = state.answers.get(key)
-        if found is not None:
-            state.used[key] = found
-        return key, found
-
-
-#: The modern request being handled in this context, if any.
-current_request: contextvars.ContextVar[ModernRequest | None] = contextvars.ContextVar(
-    "trio_mcp_modern_request", default=None
-)
 
 
 def ask(method: str, params: dict[str, Any], result_type: type[Any], key: str | None) -> Any:
@@ -342,6 +268,8 @@ def modern_capabilities(peer: PeerCore) -> dict[str, Any]:
     caps = dict(to_wire(peer.app.server_capabilities()))
     caps.pop("tasks", None)  # the core tasks of 2025-11-25 (an extension now)
     extensions = dict(caps.get("extensions") or {})
+    if peer.app.host_tasks:
+        extensions[TASKS_EXTENSION] = {}
     caps["extensions"] = extensions
     return caps
 
@@ -382,6 +310,8 @@ def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> Requ
             answers = dict(recorded.answers) if recorded is not None else {}
             answers.update(responses)
             modern = attrs.evolve(modern, round=RoundState(answers))
+        if method == "tools/call":
+            prepare_call(peer, params, modern)  # the tasks extension: the server decides
         inner = Request(req.id, req.method, params)
         token = current_request.set(modern)
         try:
@@ -396,7 +326,8 @@ def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> Requ
         finally:
             current_request.reset(token)
         if isinstance(out, Reply):
-            return Reply(envelope(peer, method, out.result), out.after_send)
+            result = create_result(out.result) if "task" in out.result else out.result
+            return Reply(envelope(peer, method, result), out.after_send)
         return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
 
     return serve
@@ -444,6 +375,9 @@ def become_modern(peer: PeerCore) -> None:
                     peer, method, handler
                 )
     handlers["subscriptions/listen"] = wrap(peer, "subscriptions/listen", partial(listen, peer))
+    handlers["tasks/get"] = wrap(peer, "tasks/get", partial(tasks_get, peer))
+    handlers["tasks/update"] = wrap(peer, "tasks/update", partial(tasks_update, peer))
+    handlers["tasks/cancel"] = wrap(peer, "tasks/cancel", partial(tasks_cancel, peer))
     handlers["initialize"] = _refuse_initialize
     session.request_handlers = handlers
     session.immediate_handlers = {}

@@ -24,9 +24,11 @@ from .._messages import (
     task_capability,
     to_wire,
 )
-from .._tasks import TaskHandle
+from .._tasks import TaskActor, TaskHandle
 from ._base import PeerCore
-from ._modern import ask_many, current_request
+from ._era import check_declared, current_request
+from ._modern import ask, ask_many, structure_answer
+from ._mrtr import CAPABILITY_OF
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -34,6 +36,8 @@ T = TypeVar("T")
 
 class Asker(Protocol):
     """What these functions need of a ``RequestContext``."""
+
+    _task: TaskActor | None
 
     @property
     def peer(self) -> PeerCore:
@@ -107,6 +111,53 @@ async def ask_all(
         for key, question in questions.items():
             nursery.start_soon(one, key, question)
     return {key: results[key] for key in questions}
+
+
+async def ask_one(
+    ctx: Asker,
+    method: str,
+    params: dict[str, Any],
+    result_type: type[T],
+    key: str | None,
+    *,
+    as_task: bool = False,
+    ttl: int | None = None,
+) -> T:
+    """Ask one question (``elicitation/create``, ``sampling/createMessage``, ``roots/list``).
+
+    * In a 2026-07-28 task: posted for ``tasks/get`` and answered by
+      ``tasks/update`` (its requestor pulls it);
+    * in a 2026-07-28 request: a multi round-trip question (:func:`~._modern.ask`);
+    * in 2025-11-25: a request to the client (as a task it hosts, if asked).
+
+    Raises:
+        InputRequired: (2026-07-28 request) not answered yet.
+        McpError: (2026-07-28) -32021 for an undeclared capability; -32602
+            for a malformed answer.
+        LocalUsageError: (2025-11-25) the client did not declare the capability.
+        RemoteError, ConnectionClosed: (2025-11-25) as the request failed.
+    """
+    task = ctx._task
+    pulled = task.pulled if task is not None else None
+    if task is not None and pulled is not None:
+        check_declared(pulled.capabilities, method, params)
+        raw, _ = await task.ask(method, params, key)
+        result: T = structure_answer(key or method, raw, result_type)
+        return result
+    if current_request.get() is not None:
+        answer: T = ask(method, params, result_type, key)
+        return answer
+    caps = ctx.peer.remote_client_capabilities
+    capability = CAPABILITY_OF[method]
+    if caps is None or getattr(caps, capability) is None:
+        raise LocalUsageError(f"the client did not declare the {capability} capability")
+    if method == "elicitation/create" and caps.elicitation and "form" not in caps.elicitation:
+        raise LocalUsageError("the client did not declare form-mode elicitation")
+    if method == "roots/list":
+        raw, _ = await ctx._ask(method, params)
+        roots: T = converter.structure(raw, result_type)
+        return roots
+    return await request_maybe_task(ctx, method, params, result_type, as_task, ttl)
 
 
 async def request_maybe_task(

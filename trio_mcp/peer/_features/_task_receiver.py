@@ -23,8 +23,9 @@ from .._messages import (
     task_id_param,
 )
 from .._session import Reply
-from .._tasks import TaskActor
+from .._tasks import PulledInputs, TaskActor
 from ._base import AppView, PeerCore
+from ._era import current_request
 
 T = TypeVar("T")
 
@@ -86,6 +87,9 @@ def _create(
 
 
 def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
+    modern = current_request.get()
+    if modern is not None:  # 2026-07-28: the requestor pulls the questions
+        actor.pulled = PulledInputs(modern.client_capabilities)
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
     result: dict[str, Any] = {"task": actor.record.wire()}
     if result_meta is not None:

@@ -12,6 +12,7 @@ from ._connection import TaskConnection as TaskConnection
 from ._handle import TaskHandle as TaskHandle
 from ._limits import TaskLimits as TaskLimits
 from ._open import open_task_store as open_task_store
+from ._pull import PulledInputs as PulledInputs
 from ._registry import TaskRegistry as TaskRegistry
 from ._sqlite import SqliteTaskStore as SqliteTaskStore
 from ._state import TRANSITIONS as TRANSITIONS

@@ -14,6 +14,7 @@ import trio
 from ..._errors import INTERNAL_ERROR, ConnectionClosed, McpError, RemoteError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._connection import TaskConnection
+from ._pull import PulledInputs
 from ._shared import InputRelay
 from ._state import TaskEvent
 from ._store import TaskOutcome, TaskRecord
@@ -123,6 +124,9 @@ class TaskActor:
     #: Set (and dropped) when the task ends or its first input request is
     #: queued: what :meth:`wait_done` waits on. Made only while someone waits.
     _changed: trio.Event | None = None
+    #: 2026-07-28 tasks extension: the requestor pulls the questions
+    #: (``tasks/get`` shows them, ``tasks/update`` answers); None: pushed.
+    pulled: PulledInputs | None = None
 
     def _input_channel(self) -> _InputChannel:
         if self._inputs is None:
@@ -222,7 +226,7 @@ class TaskActor:
     # --- the input_required side channel -------------------------------------------
 
     async def ask(
-        self, method: str, params: dict[str, Any]
+        self, method: str, params: dict[str, Any], key: str | None = None
     ) -> tuple[dict[str, Any], TaskConnection | None]:
         """Send ``method`` to the requestor on the task's behalf and await the answer.
 
@@ -233,9 +237,14 @@ class TaskActor:
         requestor's most recent connection (a requestor that only polls
         ``tasks/get`` is never stuck).
 
+        With :attr:`pulled` (the 2026-07-28 tasks extension) the question
+        is posted under ``key`` (made unique for the task's life) for
+        ``tasks/get`` to show and ``tasks/update`` to answer instead.
+
         Returns:
             The raw result and the peer that delivered it (``None`` when a
-            connection in another process did, with a shared store).
+            connection in another process did, with a shared store, or the
+            answer came by ``tasks/update``).
 
         Raises:
             RemoteError: The requestor answered with an error.
@@ -243,12 +252,15 @@ class TaskActor:
                 task was cancelled or expired while waiting.
         """
         params = dict(params)
-        params["_meta"] = related_task_meta(self.task_id, params.get("_meta"))
+        if self.pulled is None:
+            params["_meta"] = related_task_meta(self.task_id, params.get("_meta"))
         item = _InputRequest(method, params)
         self._pending_inputs += 1
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         try:
+            if self.pulled is not None:
+                return await self.pulled.wait(method, params, key), None
             relay = self.registry.input_relay
             if relay is not None:  # tasks shared by processes: through the store
                 return await relay.ask(self, method, params)

@@ -112,8 +112,8 @@ class RequestContext:
         Cancellation: safe to cancel; the notification may or may not go.
         """
         token = self.progress_token
-        if token is None:
-            return
+        if token is None or (self._task is not None and self._task.pulled is not None):
+            return  # (the tasks extension has no progress on tasks)
         params = to_wire(ProgressParams(token, progress, total, message))
         if self._task is None:
             # Sent in line, so it always precedes the request's response.
@@ -234,6 +234,8 @@ class RequestContext:
         Cancellation: safe to cancel; the message may or may not go.
         """
         peer: object = self.peer
+        if self._task is not None and self._task.pulled is not None:
+            return  # the tasks extension has no log messages on tasks
         if self._task is not None:
             peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
         if not isinstance(peer, Logging) or not peer.wants_log(level):

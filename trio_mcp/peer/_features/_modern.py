@@ -381,6 +381,8 @@ def become_modern(peer: PeerCore) -> None:
     handlers["initialize"] = _refuse_initialize
     session.request_handlers = handlers
     session.immediate_handlers = {}
+    # Not a requestor connection of 2025-11-25 tasks: no tasks/status notifications.
+    peer.app.registry.detach(peer.context, peer)
     session.admit = None
     session.route = None
     peer.protocol_version = MODERN_PROTOCOL_VERSION

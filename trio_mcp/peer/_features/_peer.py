@@ -105,7 +105,8 @@ class Peer(
         """
         registry = self.app.registry
         async with registry.running():
-            registry.attach(self.context, self)
+            if self.protocol_version != MODERN_PROTOCOL_VERSION:
+                registry.attach(self.context, self)  # (a modern server connection is not)
             self.app.connections.add(self)
             try:
                 async with trio.open_nursery() as nursery:

@@ -25,7 +25,9 @@ import trio
 
 from ..._errors import INVALID_PARAMS, McpError
 from .._messages import META_SUBSCRIPTION_ID, Request, RequestId
+from .._tasks import TaskRecord
 from ._base import PeerCore
+from ._modern_tasks import detailed, require_tasks
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -41,6 +43,9 @@ FILTER_METHODS: Final = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
+TASK_STATUS: Final = "notifications/tasks"
+#: Most task ids one subscription may name.
+MAX_TASK_IDS: Final = 1_024
 
 
 @final
@@ -58,6 +63,8 @@ class Listener:
     methods: frozenset[str]
     uris: frozenset[str]
     _send: trio.MemorySendChannel[tuple[str, dict[str, Any]]]
+    #: Tasks whose ``notifications/tasks`` it asked for (the tasks extension).
+    task_ids: frozenset[str] = frozenset()
 
     def offer(self, method: str, params: dict[str, Any] | None = None) -> bool:
         """Queue ``method`` if this subscription asked for it; never waits.
@@ -66,7 +73,10 @@ class Listener:
             Whether it was queued.
         """
         params = params or {}
-        if method == RESOURCE_UPDATED:
+        if method == TASK_STATUS:
+            if params.get("taskId") not in self.task_ids:
+                return False
+        elif method == RESOURCE_UPDATED:
             if params.get("uri") not in self.uris:
                 return False
         elif method not in self.methods:
@@ -126,14 +136,28 @@ async def listen(peer: PeerCore, req: Request) -> dict[str, Any]:
         is then never answered.
     """
     ack = read_filter(req.params or {})
+    task_ids = _own_tasks(peer, (req.params or {}).get("notifications") or {})
+    if task_ids is not None:
+        ack["taskIds"] = sorted(task_ids)
     tag = {META_SUBSCRIPTION_ID: req.id}
     send, receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](LISTENER_BUFFER)
     methods = frozenset(FILTER_METHODS[f] for f in FILTER_METHODS if ack.get(f))
-    listener = Listener(req.id, methods, frozenset(ack.get("resourceSubscriptions", ())), send)
+    listener = Listener(
+        req.id, methods, frozenset(ack.get("resourceSubscriptions", ())), send,
+        frozenset(task_ids or ()),
+    )
     listeners: set[Any] = peer.app.listeners
     await peer.notify(
         "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": ack}
     )
+    registry = peer.app.registry
+
+    def observe(record: TaskRecord) -> None:
+        if record.task_id in listener.task_ids:
+            listener.offer(TASK_STATUS, detailed(record, registry))
+
+    if listener.task_ids:
+        registry.observers.append(observe)
     listeners.add(listener)
     try:
         async with receive:
@@ -143,7 +167,33 @@ async def listen(peer: PeerCore, req: Request) -> dict[str, Any]:
                 await peer.notify(method, {**params, "_meta": meta})
     finally:
         listeners.discard(listener)
+        if observe in registry.observers:
+            registry.observers.remove(observe)
     return {"_meta": tag}
+
+
+def _own_tasks(peer: PeerCore, wanted: dict[str, Any]) -> set[str] | None:
+    """The ``taskIds`` of the filter that are the requestor's live tasks; None if not asked.
+
+    Raises:
+        McpError: -32021 without the tasks extension declared; -32602 when malformed.
+    """
+    if "taskIds" not in wanted:
+        return None
+    require_tasks()
+    ids = wanted["taskIds"]
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise McpError(INVALID_PARAMS, "Invalid params: notifications.taskIds must be strings")
+    if len(ids) > MAX_TASK_IDS:
+        raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_TASK_IDS} task ids")
+    own: set[str] = set()
+    for task_id in ids:
+        try:
+            peer.app.registry.get_now(peer.context, task_id)
+        except McpError:
+            continue  # unknown, expired or foreign: not agreed (indistinguishable)
+        own.add(task_id)
+    return own
 
 
 def offer_all(listeners: set[Any], method: str, params: dict[str, Any] | None = None) -> int:

@@ -255,12 +255,14 @@ class TaskActor:
         if self.pulled is None:
             params["_meta"] = related_task_meta(self.task_id, params.get("_meta"))
         item = _InputRequest(method, params)
+        # Pulled: posted first, so the input_required status shows the question.
+        posted = self.pulled.post(method, params, key) if self.pulled is not None else None
         self._pending_inputs += 1
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         try:
-            if self.pulled is not None:
-                return await self.pulled.wait(method, params, key), None
+            if self.pulled is not None and posted is not None:
+                return await self.pulled.wait(posted), None
             relay = self.registry.input_relay
             if relay is not None:  # tasks shared by processes: through the store
                 return await relay.ask(self, method, params)

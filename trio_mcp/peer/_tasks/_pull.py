@@ -58,25 +58,28 @@ class PulledInputs:
         self._issued.add(key)
         return key
 
-    async def wait(
-        self, method: str, params: dict[str, Any], key: str | None = None
-    ) -> dict[str, Any]:
-        """Post one question and wait for its answer (raw result JSON).
+    def post(self, method: str, params: dict[str, Any], key: str | None = None) -> str:
+        """Post one question (shown by :meth:`requests` from now on); its key.
 
         Raises:
             RuntimeError: Too many questions outstanding at once.
-
-        Cancellation: the question is withdrawn (``tasks/get`` no longer shows it).
         """
         if len(self._outstanding) >= MAX_OUTSTANDING:
             raise RuntimeError(f"at most {MAX_OUTSTANDING} outstanding questions per task")
         chosen = self.key_for(key, method)
-        question = _Question(method, params)
-        self._outstanding[chosen] = question
+        self._outstanding[chosen] = _Question(method, params)
+        return chosen
+
+    async def wait(self, key: str) -> dict[str, Any]:
+        """Wait for the answer to the question posted under ``key`` (raw result JSON).
+
+        Cancellation: the question is withdrawn (``tasks/get`` no longer shows it).
+        """
+        question = self._outstanding[key]
         try:
             await question.answered.wait()
         finally:
-            self._outstanding.pop(chosen, None)
+            self._outstanding.pop(key, None)
         assert question.answer is not None
         return question.answer
 

@@ -100,6 +100,8 @@ class App(ServerOffers, ClientHandlers):
     request_state_secret: bytes | str | None = attrs.field(default=None, repr=False)
     cache_hints: dict[str, CacheHint] = attrs.field(factory=dict)
     modern_task_policy: bool | Callable[[str], bool] = True
+    #: The tools registered with ``task_prelude=True``.
+    task_preludes: set[str] = attrs.field(factory=set, init=False, repr=False)
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
     sampling_handler: SamplingHandler | None = attrs.field(default=None, init=False)
     elicitation_handler: ElicitationHandler | None = attrs.field(default=None, init=False)
@@ -148,6 +150,7 @@ class App(ServerOffers, ClientHandlers):
         task_support: str = "forbidden",
         immediate_response: str | None = None,
         inline: bool = False,
+        task_prelude: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -163,6 +166,7 @@ class App(ServerOffers, ClientHandlers):
         task_support: str = "forbidden",
         immediate_response: str | None = None,
         inline: bool = False,
+        task_prelude: bool = False,
     ) -> Callable[[F], F] | F:
         """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
 
@@ -194,6 +198,12 @@ class App(ServerOffers, ClientHandlers):
                 that read the request, instead of in a worker thread: the
                 cheapest call (no thread, no Trio task). Only for quick
                 functions that never block: nothing else runs meanwhile.
+            task_prelude: (2026-07-28 tasks extension) Run the tool in the
+                request until it calls ``ctx.start_task()``: its questions
+                before that are multi round-trip questions of the request,
+                and the ``CreateTaskResult`` is sent when it starts the task
+                (or ends). Without it the task starts before the tool runs.
+                Nothing changes in 2025-11-25 (``start_task`` does nothing).
 
         Returns:
             A decorator that registers the function and returns it unchanged
@@ -229,6 +239,10 @@ class App(ServerOffers, ClientHandlers):
                 raise ValueError(f"a tool named {spec.tool.name!r} is already registered")
             self.tools[spec.tool.name] = spec
             self._immediate[spec.tool.name] = immediate_response
+            if task_prelude:
+                self.task_preludes.add(spec.tool.name)
+            else:
+                self.task_preludes.discard(spec.tool.name)
             self._list_changed("tools")
             return fn
 

@@ -132,6 +132,11 @@ class AppView(Protocol):
         ...
 
     @property
+    def task_preludes(self) -> set[str]:
+        """The tools that run in the request until ``ctx.start_task()`` (2026-07-28)."""
+        ...
+
+    @property
     def cache_hints(self) -> Mapping[str, Any]:
         """Method -> :class:`~._modern.CacheHint` for 2026-07-28 cacheable results."""
         ...

@@ -7,6 +7,8 @@ import logging
 import secrets
 from typing import Any, TypeVar, final
 
+import trio
+
 from ..._errors import ConnectionClosed, LocalUsageError
 from .._messages import (
     ClientCapabilities,
@@ -25,7 +27,7 @@ from .._messages import (
     related_task_meta,
     to_wire,
 )
-from .._tasks import TaskActor, TaskConnection
+from .._tasks import PulledInputs, TaskActor, TaskConnection
 from ._base import PeerCore
 from ._era import current_request
 from ._logging import Logging
@@ -306,6 +308,19 @@ class RequestContext:
             as_task=as_task, ttl=ttl,
         )
         return sampled
+
+    async def start_task(self) -> None:
+        """End a ``task_prelude`` tool's prelude: the ``CreateTaskResult`` goes now.
+
+        From here its questions are the task's (``tasks/get`` shows them,
+        ``tasks/update`` answers). Does nothing in any other case (2025-11-25,
+        a task without a prelude, a plain call). Cancellation: safe.
+        """
+        task = self._task
+        if task is not None and task.prelude is not None and task.pulled is None:
+            task.pulled = PulledInputs(task.prelude.capabilities)
+            task.prelude.settle("started")
+        await trio.lowlevel.checkpoint()
 
     async def ask_all(
         self, questions: dict[str, ElicitParams | CreateMessageParams | None]

@@ -60,6 +60,7 @@ from ._modern_tasks import (
     TASKS_EXTENSION,
     create_result,
     prepare_call,
+    run_prelude,
     tasks_cancel,
     tasks_get,
     tasks_update,
@@ -310,14 +311,15 @@ def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> Requ
             answers = dict(recorded.answers) if recorded is not None else {}
             answers.update(responses)
             modern = attrs.evolve(modern, round=RoundState(answers))
-        if method == "tools/call":
-            prepare_call(peer, params, modern)  # the tasks extension: the server decides
+        prelude = method == "tools/call" and prepare_call(peer, params, modern)
         inner = Request(req.id, req.method, params)
         token = current_request.set(modern)
         try:
             out = handler(inner)
             if inspect.isawaitable(out):
                 out = await out
+            if prelude and isinstance(out, Reply) and "task" in out.result:
+                out = await run_prelude(peer, out, modern)
         except InputRequired as need:
             assert modern.round is not None
             return input_required_result(peer, method, params, modern.round, need)

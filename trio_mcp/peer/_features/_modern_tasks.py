@@ -22,7 +22,11 @@ binding, caps, the reaper); this module is only its 2026-07-28 wire:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, final
+
+import attrs
+import trio
 
 from ..._errors import (
     INTERNAL_ERROR,
@@ -31,9 +35,11 @@ from ..._errors import (
     McpError,
 )
 from .._messages import ErrorData, Request, TaskStatus, to_wire
-from .._tasks import TaskRecord, TaskRegistry
+from .._session import Reply
+from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from ._base import PeerCore
 from ._era import ModernRequest, current_request
+from ._mrtr import InputRequired
 
 #: The extension's identifier.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -65,26 +71,113 @@ def require_tasks() -> ModernRequest:
     return modern
 
 
-def prepare_call(peer: PeerCore, params: dict[str, Any], modern: ModernRequest) -> None:
+def prepare_call(peer: PeerCore, params: dict[str, Any], modern: ModernRequest) -> bool:
     """Decide whether a modern ``tools/call`` runs as a task; mark ``params`` if so.
+
+    Returns:
+        True when the task's tool runs a prelude (``task_prelude=True``).
 
     Raises:
         McpError: -32021 for a ``required`` tool without the extension declared.
     """
     params.pop("task", None)  # the client does not choose (SEP-2663)
-    spec = peer.app.tools.get(params.get("name"))  # type: ignore[arg-type]
+    name = params.get("name")
+    spec = peer.app.tools.get(name) if isinstance(name, str) else None
     if spec is None:
-        return  # the tools feature answers the unknown tool
+        return False  # the tools feature answers the unknown tool
     support = spec.tool.task_support
     if support == "forbidden" or not peer.app.host_tasks:
-        return
+        return False
     if not declares_tasks(modern):
         if support == "required":
             raise missing_extension()
-        return
+        return False
     policy = peer.app.modern_task_policy
     if support == "required" or (policy(spec.tool.name) if callable(policy) else policy):
         params["task"] = {}
+        return spec.tool.name in peer.app.task_preludes
+    return False
+
+
+@final
+@attrs.define(eq=False)
+class Prelude:
+    """A task's work running in its request until it starts the task (``task_prelude``).
+
+    Attributes:
+        capabilities: The request's client capabilities (for the task's questions).
+        outcome: ``"started"`` (``ctx.start_task()``), ``"input_required"``
+            (a question the request did not answer) or ``"done"`` (the work
+            ended first); None until then.
+        need: The unanswered questions, for ``"input_required"``.
+    """
+
+    capabilities: Any
+    outcome: str | None = None
+    need: InputRequired | None = None
+    settled: trio.Event = attrs.field(factory=trio.Event)
+
+    def settle(self, outcome: str, need: InputRequired | None = None) -> None:
+        """The prelude ended (the first call wins)."""
+        if self.outcome is None:
+            self.outcome, self.need = outcome, need
+            self.settled.set()
+
+
+def _in_prelude(prelude: Prelude) -> Callable[[Work], Work]:
+    def wrapper(work: Work) -> Work:
+        async def run(actor: TaskActor) -> dict[str, Any]:
+            try:
+                result = await work(actor)
+            except InputRequired as need:
+                prelude.settle("input_required", need)
+                await trio.sleep_forever()  # the request deletes the task: cancelled here
+                raise  # pragma: no cover - sleep_forever only ends by cancellation
+            except BaseException:
+                prelude.settle("done")
+                raise
+            prelude.settle("done")
+            return result
+        return run
+    return wrapper
+
+
+async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> Reply:
+    """Run a new task's work in its request until it starts the task.
+
+    Returns:
+        The ``CreateTaskResult`` reply (the task as it is then).
+
+    Raises:
+        InputRequired: The prelude asked what the request did not answer:
+            the task is deleted and the request answers ``input_required``.
+
+    Cancellation: the task is deleted (its work cancelled).
+    """
+    registry = peer.app.registry
+    task_id = created.result["task"]["taskId"]
+    actor = registry.running_actor(task_id)
+    if actor is None:
+        return created
+    prelude = actor.prelude = Prelude(modern.client_capabilities)
+    actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
+    actor.wrap_work(_in_prelude(prelude))
+    actor.launch()  # in this context: the prelude's questions are the request's
+    try:
+        await prelude.settled.wait()
+    except BaseException:
+        registry.expire(task_id)
+        raise
+    if prelude.outcome == "input_required" and prelude.need is not None:
+        registry.expire(task_id)
+        raise prelude.need
+    result = dict(created.result)
+    result["task"] = actor.record.wire()
+    return Reply(result, _nothing)
+
+
+def _nothing() -> None:
+    """The prelude's task was launched already: nothing to do once the answer is sent."""
 
 
 def task_fields(record: TaskRecord) -> dict[str, Any]:

@@ -78,7 +78,8 @@ async def ask_all(
 
     Cancellation: (2025-11-25) withdraws the questions still open.
     """
-    if current_request.get() is not None:
+    pulled = ctx._task.pulled if ctx._task is not None else None
+    if pulled is None and current_request.get() is not None:
         wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
         for key, question in questions.items():
             if question is None:
@@ -94,18 +95,18 @@ async def ask_all(
     results: dict[str, ElicitResult | CreateMessageResult | list[Root]] = {}
 
     async def one(key: str, question: ElicitParams | CreateMessageParams | None) -> None:
+        # Each as a single question (a task's are posted for tasks/get together).
         if question is None:
-            results[key] = await ctx.list_roots()
+            roots = await ask_one(ctx, "roots/list", {}, ListRootsResult, key)
+            results[key] = roots.roots
         elif isinstance(question, ElicitParams):
-            results[key] = await ctx.elicit(
-                question.message, question.requested_schema or {}, as_task=False
-            )
+            params = {"mode": "form", "message": question.message,
+                      "requestedSchema": question.requested_schema or {}}
+            results[key] = await ask_one(ctx, "elicitation/create", params, ElicitResult, key)
         else:
-            caps = ctx.peer.remote_client_capabilities
-            if caps is None or caps.sampling is None:
-                raise LocalUsageError("the client did not declare the sampling capability")
-            raw, _ = await ctx._ask("sampling/createMessage", to_wire(question))
-            results[key] = converter.structure(raw, CreateMessageResult)
+            results[key] = await ask_one(
+                ctx, "sampling/createMessage", to_wire(question), CreateMessageResult, key
+            )
 
     async with trio.open_nursery() as nursery:
         for key, question in questions.items():

@@ -127,6 +127,9 @@ class TaskActor:
     #: 2026-07-28 tasks extension: the requestor pulls the questions
     #: (``tasks/get`` shows them, ``tasks/update`` answers); None: pushed.
     pulled: PulledInputs | None = None
+    #: What the features keep while the work runs before its task is announced
+    #: (the 2026-07-28 prelude); opaque here.
+    prelude: Any = None
 
     def _input_channel(self) -> _InputChannel:
         if self._inputs is None:
@@ -169,6 +172,11 @@ class TaskActor:
         if self._done is not None:
             self._done.set()
         self._signal_change()
+
+    def wrap_work(self, wrapper: Callable[[Work], Work]) -> None:
+        """Replace the work (not started yet) by ``wrapper(work)``."""
+        if self._work is not None:
+            self._work = wrapper(self._work)
 
     def launch(self) -> None:
         """Start the work (called through :attr:`announced`); idempotent."""

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from .._messages import ListTasksResult, Notification, Task, TaskStatus, converter
 from .._tasks import TaskHandle
 from ._base import PeerCore
+from ._modern_requestor import get_detailed, modern_handle, not_modern, reattach
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -36,15 +37,33 @@ class TaskRequestor(PeerCore):
     def handle_from_create_result(self, raw: dict[str, Any], result_type: type[T]) -> TaskHandle[T]:
         """Wrap a raw ``CreateTaskResult`` from this peer in a :class:`TaskHandle`.
 
+        In 2026-07-28, the answer of a ``tools/call``: a task (``resultType:
+        "task"``) or the result itself (a handle already completed).
+
         Raises:
             RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
         """
+        if self.modern is not None:
+            return modern_handle(self, raw, result_type)
         return TaskHandle.from_create_result(self, raw, result_type)
 
     def task_handle(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
-        """A handle on a task known only by id (e.g. after reconnecting)."""
+        """A handle on a task known only by id (e.g. after reconnecting); see :meth:`task`."""
+        if self.modern is not None:
+            return reattach(self, task_id, result_type)
         placeholder = Task(task_id, TaskStatus.WORKING, "", "", None)
         return TaskHandle(self, placeholder, result_type)
+
+    def task(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
+        """Reattach to a task by id, from a new connection or process (either era).
+
+        The task must belong to this connection's requestor identity (an
+        authenticated identity, e.g. a bearer token, outlives a connection).
+        Nothing is sent until the handle is used. ``result_type``: what
+        :meth:`TaskHandle.result` structures the result into (e.g.
+        ``CallToolResult``; raw JSON by default).
+        """
+        return self.task_handle(task_id, result_type)
 
     async def get_task(self, task_id: str) -> Task:
         """``tasks/get``: the state of a task hosted by the other side.
@@ -53,8 +72,15 @@ class TaskRequestor(PeerCore):
             RemoteError: -32602 for an unknown or expired task.
             ConnectionClosed: The connection closed first.
 
+        In 2026-07-28 the snapshot of the detailed task (its ``ttlMs`` and
+        ``pollIntervalMs`` as ``ttl`` and ``poll_interval``); follow it with
+        :meth:`task` for its questions and result.
+
         Cancellation: sends ``notifications/cancelled``; the task is unaffected.
         """
+        if self.modern is not None:
+            task, _ = await get_detailed(self, task_id)
+            return task
         return await self.request("tasks/get", {"taskId": task_id}, Task)
 
     async def task_result(self, task_id: str) -> dict[str, Any]:
@@ -63,6 +89,8 @@ class TaskRequestor(PeerCore):
         Prefer :meth:`TaskHandle.result`, which types the payload.
 
         Raises:
+            LocalUsageError: In 2026-07-28 (no ``tasks/result``: use
+                ``task(task_id).result()``).
             RemoteError: The underlying request's error, or -32602 for an
                 unknown, expired or cancelled task.
             ConnectionClosed: The connection closed first.
@@ -70,28 +98,41 @@ class TaskRequestor(PeerCore):
         Cancellation: stops waiting (``notifications/cancelled`` is sent);
             the task itself is unaffected.
         """
+        if self.modern is not None:
+            raise not_modern("there is no tasks/result; use task(task_id).result()")
         return await self.request_raw("tasks/result", {"taskId": task_id})
 
     async def cancel_task(self, task_id: str) -> Task:
         """``tasks/cancel``: cancel a task hosted by the other side.
 
+        In 2026-07-28 ``tasks/cancel`` only acknowledges (also a terminal
+        task; cancellation is eventually consistent): the snapshot returned
+        is a ``tasks/get`` right after, maybe not ``cancelled`` yet.
+
         Raises:
-            RemoteError: -32602 for an unknown task or one already terminal.
+            RemoteError: -32602 for an unknown task or one already terminal
+                (2026-07-28: for an unknown task).
             ConnectionClosed: The connection closed first.
 
         Cancellation: the cancel may or may not have reached the receiver;
             check with :meth:`get_task`.
         """
+        if self.modern is not None:
+            return await reattach(self, task_id, dict).cancel()
         return await self.request("tasks/cancel", {"taskId": task_id}, Task)
 
     async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
         """One page of ``tasks/list``.
 
         Raises:
+            LocalUsageError: In 2026-07-28 (no ``tasks/list``: a client keeps
+                its task ids).
             RemoteError: -32602 for a bad cursor.
 
         Cancellation: sends ``notifications/cancelled``; nothing else changes.
         """
+        if self.modern is not None:
+            raise not_modern("there is no tasks/list; a client keeps the ids of its tasks")
         return await self.request(
             "tasks/list", {"cursor": cursor} if cursor else None, ListTasksResult
         )

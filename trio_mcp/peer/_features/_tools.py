@@ -39,6 +39,7 @@ from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
+from ._modern_requestor import call_and_follow, modern_handle
 from ._task_receiver import accept_task, hosts
 
 log = logging.getLogger("trio_mcp.peer")
@@ -217,19 +218,33 @@ class Tools(PeerCore):
         A tool error comes back as a result with ``is_error`` set, not as an
         exception.
 
+        In 2026-07-28 the server may answer with a task instead (the tasks
+        extension, which this client declares): the call then follows it --
+        polling ``tasks/get`` at its ``pollIntervalMs``, answering its
+        questions with the App's handlers through ``tasks/update`` -- and
+        returns its result all the same.
+
         Args:
             name: The tool.
             arguments: Its arguments.
             progress: Called (sync or ``async``) with each progress update.
 
         Raises:
-            LocalUsageError: The tool (as last listed) requires a task.
-            RemoteError: A protocol error (unknown tool, bad params...).
+            LocalUsageError: The tool (as last listed) requires a task
+                (2025-11-25; in 2026-07-28 the server makes that task).
+            RemoteError: A protocol error (unknown tool, bad params...);
+                2026-07-28: :class:`~trio_mcp.TaskFailed` when the task the
+                server made failed with a JSON-RPC error.
             ConnectionClosed: The connection closed first.
 
         Cancellation: sends ``notifications/cancelled``, which stops the
-            tool on the server; its result, if any, is dropped.
+            tool on the server; its result, if any, is dropped. (2026-07-28,
+            once the server made a task: sends ``tasks/cancel``, shielded
+            and bounded.)
         """
+        if self.modern is not None:
+            params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
+            return await call_and_follow(self, params_wire, progress)
         tool = self._tool_cache.get(name)
         if (
             tool is not None
@@ -252,16 +267,25 @@ class Tools(PeerCore):
     ) -> TaskHandle[CallToolResult]:
         """Call a tool as a task; return at once with a handle to follow it.
 
+        In 2026-07-28 the server decides whether the call becomes a task:
+        when it answers with the result instead, the handle is already
+        ``completed`` (its ``task_id`` is empty) and :meth:`TaskHandle.result`
+        returns that result.
+
         Args:
             name: The tool.
             arguments: Its arguments.
-            ttl: Requested retention in ms (the server may lower it).
+            ttl: Requested retention in ms (the server may lower it). Not
+                sent in 2026-07-28, where the server alone chooses it (the
+                task's ``ttl``).
             progress: Called (sync or ``async``) with progress for the whole
-                life of the task.
+                life of the task (2026-07-28: of the call only; a task there
+                sends no progress).
 
         Raises:
             LocalUsageError: The server did not declare task support for
-                ``tools/call``, or the tool (as last listed) forbids tasks.
+                ``tools/call``, or the tool (as last listed) forbids tasks
+                (2025-11-25 only).
             RemoteError: The server refused the call.
             ConnectionClosed: The connection closed first.
 
@@ -269,6 +293,10 @@ class Tools(PeerCore):
             server had already created the task, it keeps running (list it
             with :meth:`list_tasks` and cancel it with :meth:`cancel_task`).
         """
+        if self.modern is not None:
+            params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
+            raw = await self.request_raw("tools/call", params_wire, progress=progress)
+            return modern_handle(self, raw, CallToolResult)
         if not task_capability(self.remote_server_capabilities, "tools/call"):
             raise LocalUsageError("the server did not declare tasks.requests.tools.call")
         tool = self._tool_cache.get(name)

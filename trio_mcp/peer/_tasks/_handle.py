@@ -1,9 +1,16 @@
-"""The requestor side of a task: :class:`TaskHandle`."""
+"""The requestor side of a task: :class:`TaskHandle`.
+
+One handle for both eras. In 2025-11-25 it speaks the core ``tasks/*``
+methods itself; in 2026-07-28 (the ``io.modelcontextprotocol/tasks``
+extension) its :class:`TaskWire` strategy does: ``tasks/get`` answers the
+detailed task (its questions, result or error), ``tasks/update`` answers the
+questions and there is no ``tasks/result``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Generic, TypeVar, final
+from typing import Any, Generic, Protocol, TypeVar, final
 
 import attrs
 import trio
@@ -28,6 +35,34 @@ MIN_POLL_INTERVAL = 50
 DEFAULT_POLL_INTERVAL = 1_000
 
 
+class TaskWire(Protocol):
+    """How a handle follows its task in 2026-07-28 (the tasks extension).
+
+    The features layer provides it (``_modern_requestor.ModernTaskWire``);
+    a handle without one speaks 2025-11-25.
+    """
+
+    async def get(self, task_id: str) -> Task:
+        """``tasks/get``: the snapshot; keeps the detail (questions, result, error)."""
+        ...
+
+    async def cancel(self, task_id: str) -> Task:
+        """``tasks/cancel``, then the snapshot (not necessarily ``cancelled`` yet)."""
+        ...
+
+    def answer_soon(self, task_id: str) -> None:
+        """Answer the last snapshot's new questions in the background (``tasks/update``)."""
+        ...
+
+    def outcome(self, task: Task, result_type: type[R]) -> R:
+        """The terminal task's result, or raise its error (:class:`TaskFailed`...)."""
+        ...
+
+    def close(self) -> None:
+        """Stop answering questions (the task is terminal or no longer followed)."""
+        ...
+
+
 @final
 @attrs.define(eq=False)
 class TaskHandle(Generic[R]):
@@ -43,6 +78,7 @@ class TaskHandle(Generic[R]):
         result_type: The type :meth:`result` structures the payload into.
         meta: The ``_meta`` of the ``CreateTaskResult`` (e.g. the
             model-immediate-response text).
+        wire: How the task is followed in 2026-07-28; ``None`` in 2025-11-25.
     """
 
     peer: RequestorConnection = attrs.field(repr=False)
@@ -50,6 +86,7 @@ class TaskHandle(Generic[R]):
     result_type: type[R]
     meta: dict[str, Any] | None = None
     progress_token: str | int | None = None
+    wire: TaskWire | None = attrs.field(default=None, kw_only=True, repr=False)
     _outcome: R | TrioMcpError | None = attrs.field(default=None, init=False)
     _collecting: bool = attrs.field(default=False, init=False)
 
@@ -91,6 +128,8 @@ class TaskHandle(Generic[R]):
             self._release()
 
     def _release(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
         self.peer.task_waiters.discard(self.task_id)
         if self.progress_token is not None:
             self.peer.forget_progress(self.progress_token)
@@ -108,7 +147,10 @@ class TaskHandle(Generic[R]):
         Cancellation: sends ``notifications/cancelled`` for the ``tasks/get``;
             the task itself is unaffected.
         """
-        task = await self.peer.request("tasks/get", {"taskId": self.task_id}, Task)
+        if self.wire is not None:
+            task = await self.wire.get(self.task_id)
+        else:
+            task = await self.peer.request("tasks/get", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task
 
@@ -123,6 +165,9 @@ class TaskHandle(Generic[R]):
             self._outcome = exc
 
     async def _fetch_result(self) -> R:
+        if self.wire is not None:  # 2026-07-28: tasks/get has the result once terminal
+            await self.wait()
+            return self.wire.outcome(self.task, self.result_type)
         try:
             raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
         except RemoteError as exc:
@@ -156,7 +201,9 @@ class TaskHandle(Generic[R]):
         Wakes early on ``notifications/tasks/status`` but never relies on it:
         it polls ``tasks/get`` at the receiver's ``pollInterval``. When the
         task is ``input_required`` it opens ``tasks/result`` in the background
-        so the receiver can deliver its request to this peer's handlers.
+        so the receiver can deliver its request to this peer's handlers
+        (2026-07-28: it answers the ``inputRequests`` of ``tasks/get`` with
+        those handlers in the background, each key once, by ``tasks/update``).
 
         Cancellation: stops following; the task itself is unaffected.
         """
@@ -170,7 +217,9 @@ class TaskHandle(Generic[R]):
                     yield task
                 if task.status.is_terminal:
                     return
-                if task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
+                if task.status is TaskStatus.INPUT_REQUIRED and self.wire is not None:
+                    self.wire.answer_soon(self.task_id)
+                elif task.status is TaskStatus.INPUT_REQUIRED and not self._collecting:
                     # Runs in the connection's nursery (no nursery may span a
                     # yield of this generator), and ends with the task.
                     self._collecting = True
@@ -197,7 +246,10 @@ class TaskHandle(Generic[R]):
 
         Blocks until the task is terminal; while blocked, the receiver may
         send this peer the task's side-channel requests (elicitation,
-        sampling), which the registered handlers answer.
+        sampling), which the registered handlers answer. (2026-07-28 has no
+        ``tasks/result``: this follows the task with ``tasks/get``, answering
+        its questions, and takes the result or error from the terminal task;
+        a tool error is a ``completed`` task there.)
 
         Outcomes, by the task's final status:
 
@@ -233,13 +285,23 @@ class TaskHandle(Generic[R]):
     async def cancel(self) -> Task:
         """Cancel the task (``tasks/cancel``) and return its new snapshot.
 
+        In 2026-07-28 ``tasks/cancel`` only acknowledges (also for a terminal
+        task) and cancellation is eventually consistent: the snapshot (from a
+        ``tasks/get`` right after) may not be ``cancelled`` yet; :meth:`wait`
+        tells how it ended.
+
         Raises:
-            RemoteError: -32602 when it is unknown or already terminal.
+            RemoteError: -32602 when it is unknown or already terminal
+                (2026-07-28: when it is unknown).
             ConnectionClosed: The connection closed first.
 
         Cancellation: the cancel may or may not have reached the receiver;
             :meth:`status` tells.
         """
+        if self.wire is not None:
+            task = await self.wire.cancel(self.task_id)
+            self._observe(task)
+            return task
         task = await self.peer.request("tasks/cancel", {"taskId": self.task_id}, Task)
         self._observe(task)
         return task

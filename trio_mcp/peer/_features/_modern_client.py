@@ -58,6 +58,7 @@ from .._messages import (
 )
 from .._session import ProgressCallback
 from ._base import PeerCore
+from ._modern_tasks import TASKS_EXTENSION
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -74,6 +75,8 @@ _MODERN_ERRORS: Final = {
     MISSING_CLIENT_CAPABILITY: MissingClientCapability,
     UNSUPPORTED_PROTOCOL_VERSION: UnsupportedProtocolVersion,
 }
+#: Requests whose answer may be a task (the tasks extension: ``resultType: "task"``).
+TASK_RESULT_METHODS: Final = frozenset({"tools/call"})
 #: Answered by the client's own handlers when a server asks for input.
 _INPUT_METHODS: Final = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 
@@ -95,6 +98,8 @@ def modern_client_capabilities(peer: PeerCore) -> dict[str, Any]:
     """This client's capabilities as 2026-07-28 has them (no core ``tasks``)."""
     caps = dict(to_wire(peer.app.client_capabilities()))
     caps.pop("tasks", None)
+    # The tasks extension: this client follows a task the server makes of a call.
+    caps["extensions"] = {**(caps.get("extensions") or {}), TASKS_EXTENSION: {}}
     if isinstance(caps.get("roots"), dict):
         caps["roots"] = {}  # no roots list_changed notification in this revision
     return caps
@@ -231,7 +236,7 @@ class ModernClient:
                 current = {**current, "_meta": base["_meta"]}
                 continue
             kind = raw.get("resultType", "complete")
-            if kind == "complete":
+            if kind == "complete" or (kind == "task" and method in TASK_RESULT_METHODS):
                 return raw
             if kind != "input_required":
                 raise RemoteProtocolError(

@@ -37,6 +37,7 @@ from ..._errors import (
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
+from .._tasks._shared import InputAnswer
 from ._base import PeerCore
 from ._era import ModernRequest, current_request
 from ._mrtr import InputRequired
@@ -212,8 +213,15 @@ def create_result(legacy: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def detailed(record: TaskRecord, registry: TaskRegistry) -> dict[str, Any]:
-    """The ``DetailedTask`` of ``record``: with its questions, result or error."""
+def detailed(
+    record: TaskRecord, registry: TaskRegistry,
+    queued: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The ``DetailedTask`` of ``record``: with its questions, result or error.
+
+    ``queued``: the questions as the shared store has them (a task whose
+    actor runs in another process).
+    """
     out = task_fields(record)
     status, outcome = record.status, record.outcome
     if isinstance(outcome, dict) and status in (TaskStatus.COMPLETED, TaskStatus.FAILED):
@@ -233,7 +241,7 @@ def detailed(record: TaskRecord, registry: TaskRegistry) -> dict[str, Any]:
     elif status is TaskStatus.INPUT_REQUIRED:
         actor = registry.running_actor(record.task_id)
         pulled = actor.pulled if actor is not None else None
-        out["inputRequests"] = pulled.requests() if pulled is not None else {}
+        out["inputRequests"] = pulled.requests() if pulled is not None else (queued or {})
     return out
 
 
@@ -259,7 +267,19 @@ async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
     require_tasks()
     record = await _record(peer, _task_id(req))
-    return detailed(record, peer.app.registry)
+    return detailed(record, peer.app.registry, await _queued(peer, record))
+
+
+async def _queued(peer: PeerCore, record: TaskRecord) -> dict[str, dict[str, Any]] | None:
+    """The questions of a task whose actor runs in another process, from the store."""
+    cluster = peer.app.registry.cluster
+    if (
+        cluster is None or record.status is not TaskStatus.INPUT_REQUIRED
+        or peer.app.registry.running_actor(record.task_id) is not None
+    ):
+        return None
+    items = await cluster.store.peek_inputs(record.task_id)
+    return {item.key: {"method": item.method, "params": item.params} for item in items}
 
 
 async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
@@ -275,12 +295,12 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
     actor = peer.app.registry.running_actor(task_id)
     if actor is not None and actor.pulled is not None:
         actor.pulled.answer(responses)
-    elif not record.status.is_terminal and actor is None and peer.app.registry.cluster is not None:
-        raise McpError(
-            INTERNAL_ERROR,
-            "tasks/update must reach the process running the task; answering a task's "
-            "questions across processes is not supported yet",
-        )
+    elif (queued := await _queued(peer, record)) and peer.app.registry.cluster is not None:
+        # Its actor runs in another process: the answers go through the store.
+        store = peer.app.registry.cluster.store
+        for key, value in responses.items():
+            if key in queued:  # unknown or answered keys are ignored
+                await store.answer_input(task_id, key, InputAnswer(result=value))
     return {}
 
 

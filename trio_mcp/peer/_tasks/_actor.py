@@ -270,6 +270,9 @@ class TaskActor:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         try:
             if self.pulled is not None and posted is not None:
+                relay = self.registry.input_relay
+                if relay is not None:  # shared by processes: through the store too
+                    return await relay.ask_pulled(self, posted, method, params), None
                 return await self.pulled.wait(posted), None
             relay = self.registry.input_relay
             if relay is not None:  # tasks shared by processes: through the store

@@ -81,9 +81,9 @@ EXPIRY_MARGIN_MS: Final = 60_000
 _SCRIPTS: Final = {
     "create": lua.CREATE, "update": lua.UPDATE, "cancel": lua.CANCEL, "delete": lua.DELETE,
     "page": lua.PAGE, "terminal_among": lua.TERMINAL_AMONG, "push_input": lua.PUSH_INPUT,
-    "claim_input": lua.CLAIM_INPUT, "answer_input": lua.ANSWER_INPUT,
-    "take_answer": lua.TAKE_ANSWER, "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP,
-    "secret": lua.SECRET,
+    "claim_input": lua.CLAIM_INPUT, "peek_inputs": lua.PEEK_INPUTS,
+    "answer_input": lua.ANSWER_INPUT, "take_answer": lua.TAKE_ANSWER,
+    "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP, "secret": lua.SECRET,
 }  # fmt: skip
 _BUSY_REPLIES: Final = frozenset(
     {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
@@ -444,6 +444,11 @@ class RedisTaskStore:
         head = "" if key is None else _item_head(key)
         text = await self._script("claim_input", task_id, head)
         return None if text is None else _decode_item(str(text))
+
+    async def peek_inputs(self, task_id: str) -> list[InputItem]:
+        """The queued requests of the task, oldest first, left in the queue."""
+        found = await self._script("peek_inputs", task_id)
+        return [_decode_item(str(t)) for t in found or ()]
 
     async def requeue_input(self, task_id: str, item: InputItem) -> None:
         """Put a claimed request back at the head of the queue."""

@@ -228,6 +228,14 @@ return 1
 """
 )
 
+#: ARGV: P, id. Returns the queued input requests, oldest first (not removed).
+PEEK_INPUTS: Final = (
+    _PRELUDE
+    + """
+return redis.call('LRANGE', P .. ':in:' .. ARGV[2], 0, -1)
+"""
+)
+
 #: ARGV: P, id, key. Returns the answer JSON (now removed) or nil.
 TAKE_ANSWER: Final = (
     _PRELUDE

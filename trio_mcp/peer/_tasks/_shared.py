@@ -174,6 +174,10 @@ class SharedTaskStore(Protocol):
         """Take the oldest queued request (or the one with ``key``) off the queue, atomically."""
         ...
 
+    async def peek_inputs(self, task_id: str) -> list[InputItem]:
+        """The queued requests of the task, oldest first, left in the queue."""
+        ...
+
     async def requeue_input(self, task_id: str, item: InputItem) -> None:
         """Put a claimed request back (its delivering connection closed)."""
         ...
@@ -211,4 +215,11 @@ class InputRelay(Protocol):
             The raw result and the local connection that delivered it (``None``
             when another process delivered it).
         """
+        ...
+
+    async def ask_pulled(
+        self, actor: Any, key: str, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A pulled question (2026-07-28): queued in the store for any process's
+        ``tasks/get``; answered by ``tasks/update`` here or in any process."""
         ...

@@ -25,6 +25,7 @@ import trio
 from .._errors import RemoteError
 from .._util import quiet_interrupted_coroutines
 from ..peer._features import App, Peer
+from ..peer._features._modern_requestor import get_detailed
 from ..peer._messages import CallToolResult, TextContent, to_wire
 from ..transports._client import is_interrupt
 from ..transports._http_server import serve_http
@@ -87,8 +88,12 @@ def _left_behind(args: argparse.Namespace, task_id: str) -> str:
         closed = "connection" if option == "--ws" else "session"
         return (f"task {task_id} keeps running on the server, bound to the closed "
                 f"{closed} (without --token nobody can fetch its result)")
-    return (f"task {task_id} keeps running on the server; fetch its result with: "
-            f"{PROG} tasks {option} {target} --token TOKEN result {task_id}")
+    if args.era in (None, "2025-11-25"):
+        return (f"task {task_id} keeps running on the server; fetch its result with: "
+                f"{PROG} tasks {option} {target} --token TOKEN result {task_id}")
+    # 2026-07-28 has no tasks/result: tasks/get shows the result once completed.
+    return (f"task {task_id} keeps running on the server; see its state and result with: "
+            f"{PROG} tasks {option} {target} --token TOKEN --era {args.era} get {task_id}")
 
 
 async def _call(
@@ -103,17 +108,22 @@ async def _call(
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
             await _set_log_level(peer, args.log_level, view)
             await _check_tool(peer, args.tool, args.task)
+            if args.ttl is not None and peer.modern is not None:
+                view.note("--ttl is not sent in 2026-07-28: the server chooses the task's ttl")
             if not args.task:
                 view.update(f"calling {args.tool}")
                 result = await peer.call_tool(args.tool, arguments, progress=view.progress)
             else:
                 handle = await peer.call_tool_task(args.tool, arguments, ttl=args.ttl,
                                                    progress=view.progress)
-                followed.task_id = handle.task_id
-                view.note(f"task {handle.task_id} created")
-                view.task(handle.task)
-                async for snapshot in handle:
-                    view.task(snapshot)
+                if handle.task_id:
+                    followed.task_id = handle.task_id
+                    view.note(f"task {handle.task_id} created")
+                    view.task(handle.task)
+                    async for snapshot in handle:
+                        view.task(snapshot)
+                else:  # 2026-07-28: the server decides, and answered at once
+                    view.note("the server answered at once (it made no task)")
                 final = handle.task
                 try:
                     result = await handle.result()
@@ -142,7 +152,11 @@ async def _set_log_level(peer: Peer, level: str | None, view: StatusView) -> Non
 
 
 async def _check_tool(peer: Peer, tool: str, as_task: bool) -> None:
-    """Check the tool exists and fits ``--task``, when the server lists its tools."""
+    """Check the tool exists and fits ``--task``, when the server lists its tools.
+
+    In 2026-07-28 the server decides whether a call becomes a task (and
+    lists no ``taskSupport``): ``--task`` only follows the task it makes.
+    """
     caps = peer.remote_server_capabilities
     if caps is None or caps.tools is None:
         return
@@ -155,6 +169,8 @@ async def _check_tool(peer: Peer, tool: str, as_task: bool) -> None:
         names = ", ".join(sorted(tools)) or "none"
         raise CliError(f"the server has no tool {tool!r} (its tools: {names})")
     support = found.task_support
+    if peer.modern is not None:
+        return
     if as_task and support == "forbidden":
         raise CliError(f"tool {tool!r} cannot run as a task: call it without --task")
     if not as_task and support == "required":
@@ -189,6 +205,8 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
     async with connect(args, client_app(args, view)) as peer:
         view.update(f"tasks/{args.action}")
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
+            if peer.modern is not None:
+                return await _modern_tasks(peer, args.action, getattr(args, "task_id", None))
             match args.action:
                 case "list":
                     return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
@@ -201,6 +219,24 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                     failed = result.get("isError") is True
                     return (EXIT_TOOL_ERROR if failed else EXIT_OK), result
     raise CliError(f"no answer to tasks/{args.action} within --timeout {args.timeout:g} s")
+
+
+async def _modern_tasks(peer: Peer, action: str, task_id: str | None) -> tuple[int, Any]:
+    """``tasks`` in 2026-07-28: ``get`` (with the result, error or questions) and ``cancel``."""
+    match action:
+        case "list":
+            raise CliError("not in 2026-07-28: there is no tasks/list (a client keeps the "
+                           "ids of its tasks); use --era 2025-11-25 with a server that has it")
+        case "result":
+            raise CliError("not in 2026-07-28: there is no tasks/result; "
+                           f"`{PROG} tasks get ID` shows the result once the task completed")
+        case "get":
+            assert task_id is not None
+            task, detail = await get_detailed(peer, task_id)
+            return EXIT_OK, {**to_wire(task), **detail}
+        case _:
+            assert task_id is not None
+            return EXIT_OK, to_wire(await peer.cancel_task(task_id))
 
 
 # --- serve-example ----------------------------------------------------------------------------

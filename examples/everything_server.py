@@ -41,7 +41,8 @@ task), slow_compute {seconds, label?} (optional: a task when the request
 declared the extension), failing_job (required; a tool error), protocol_error_job
 (required; fails with a JSON-RPC error), confirm_delete {filename} (required; asks
 ``confirm``), multi_input (required; asks ``first`` and ``second`` at once),
-test_tool_with_task (required; asks ``user_name``).
+test_tool_with_task (required; asks ``user_name``); and confirm_twice (required;
+asks ``confirm`` twice in a row: a task's keys are never reused).
 Resources: test://static-text, test://static-binary, test://watched-resource,
 template test://template/{id}/data (with completion of ``id``).
 Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2} (with
@@ -507,6 +508,13 @@ def add_task_tools(app: trio_mcp.App) -> None:
             nursery.start_soon(one, "first", "First input?")
             nursery.start_soon(one, "second", "Second input?")
         return f"multi_input: first={answers['first']}, second={answers['second']}"
+
+    @app.tool(description="Asks for confirmation twice in a row, both times as `confirm`",
+              task_support="required")
+    async def confirm_twice(ctx: trio_mcp.RequestContext) -> str:
+        first = await ctx.elicit("Sure?", _form("confirm", "boolean"), key="confirm")
+        second = await ctx.elicit("Really sure?", _form("confirm", "boolean"), key="confirm")
+        return f"confirm_twice: {first.action}, then {second.action}"
 
     @app.tool(description="Asks the user's name (an MRTR round), then runs as a task",
               task_support="required")

@@ -39,6 +39,8 @@ from .raw import _StdioRaw
 
 EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
 SCHEMA_2026 = ROOT.parent / "shared" / "spec" / "schema-2026-07-28.json"
+#: The tasks extension's own schema (its messages are not in the core one).
+SCHEMA_TASKS = ROOT.parent / "shared" / "spec" / "schema-ext-tasks-draft.json"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -75,6 +77,15 @@ RESULT_DEF = {
     "completion/complete": "CompleteResult",
     "subscriptions/listen": "SubscriptionsListenResult",
 }
+#: The tasks extension: method -> its result's and request's definitions (SCHEMA_TASKS).
+TASK_RESULT_DEF = {
+    "tasks/get": "GetTaskResult", "tasks/update": "UpdateTaskResult",
+    "tasks/cancel": "CancelTaskResult",
+}
+TASK_REQUEST_DEF = {
+    "tasks/get": "GetTaskRequest", "tasks/update": "UpdateTaskRequest",
+    "tasks/cancel": "CancelTaskRequest",
+}
 #: JSON-RPC error code -> the schema's definition of that error (response or object).
 ERROR_DEF = {
     -32021: ("response", "MissingRequiredClientCapabilityError"),
@@ -101,9 +112,23 @@ def _schema() -> dict[str, Any]:
 
 
 @cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
-    schema = _schema()
-    ref = {"$schema": schema["$schema"], "$ref": f"#/$defs/{name}", "$defs": schema["$defs"]}
+def _tasks_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_TASKS.read_text())
+    return schema
+
+
+def conforms_tasks(name: str, value: Any) -> None:
+    """Assert ``value`` is valid as the tasks extension schema's ``name`` definition."""
+    errors = sorted(_validator(name, True).iter_errors(value), key=lambda e: list(e.path))
+    assert not errors, f"not a valid {name}: {errors[0].message} at {list(errors[0].path)}\n" \
+                       f"{json.dumps(value)[:2000]}"
+
+
+@cache
+def _validator(name: str, tasks: bool = False) -> jsonschema.protocols.Validator:
+    schema = _tasks_schema() if tasks else _schema()
+    dialect = schema.get("$schema", "https://json-schema.org/draft/2020-12/schema")
+    ref = {"$schema": dialect, "$ref": f"#/$defs/{name}", "$defs": schema["$defs"]}
     cls = jsonschema.validators.validator_for(ref)
     assert cls is jsonschema.Draft202012Validator
     return cls(ref)
@@ -121,7 +146,10 @@ def validate_modern(msg: dict[str, Any], method: str | None) -> None:
     if "method" in msg:
         assert "id" not in msg, f"a modern server sent a request: {msg}"
         conforms("JSONRPCNotification", msg)
-        conforms(NOTIFICATION_DEF[msg["method"]], msg)
+        if msg["method"] == "notifications/tasks":
+            conforms_tasks("TaskStatusNotification", msg)
+        else:
+            conforms(NOTIFICATION_DEF[msg["method"]], msg)
         return
     if "error" in msg:
         conforms("JSONRPCErrorResponse", msg)
@@ -130,8 +158,15 @@ def validate_modern(msg: dict[str, Any], method: str | None) -> None:
         return
     conforms("JSONRPCResultResponse", msg)
     assert method is not None
-    conforms(RESPONSE_DEF[method], msg)
     result = msg["result"]
+    if method in TASK_RESULT_DEF:
+        conforms_tasks(TASK_RESULT_DEF[method], result)
+        return
+    if result.get("resultType") == "task":
+        assert method == "tools/call", msg  # SEP-2663: only tools/call becomes a task
+        conforms_tasks("CreateTaskResult", result)
+        return
+    conforms(RESPONSE_DEF[method], msg)
     if result.get("resultType") == "input_required":
         conforms("InputRequiredResult", result)
     else:

@@ -31,7 +31,13 @@ import trio_mcp
 from .conftest import RECORDED
 from .everything import connect_everything, feature_client
 from .helpers import client_app, example_app
-from .test_modern_server import PV, conforms, validate_modern
+from .test_modern_server import (
+    PV,
+    TASK_REQUEST_DEF,
+    conforms,
+    conforms_tasks,
+    validate_modern,
+)
 
 #: Methods only the 2026-07-28 era has.
 MODERN_ONLY = frozenset({
@@ -56,6 +62,8 @@ def check_modern(wire: dict[str, Any], method: str | None, by_method: dict[str, 
         conforms("JSONRPCRequest", wire)
         if wire["method"] in by_method:
             conforms(by_method[wire["method"]], wire)
+        elif wire["method"] in TASK_REQUEST_DEF:
+            conforms_tasks(TASK_REQUEST_DEF[wire["method"]], wire)
         return
     validate_modern(wire, method)
 

@@ -316,39 +316,8 @@ class Cluster:
     async def ask_pulled(
         self, actor: TaskActor, key: str, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """A pulled question (the 2026-07-28 tasks extension), visible to every process.
-
-        Queued in the store (any process's ``tasks/get`` shows it); the answer
-        comes from a local ``tasks/update`` (:attr:`TaskActor.pulled`) or one
-        stored by another process, whichever is first.
-
-        Cancellation: the question is taken off the queue.
-        """
-        task_id = actor.task_id
-        assert actor.pulled is not None
-        pulled = actor.pulled
-        await self.store.push_input(task_id, InputItem(key, method, params))
-        got: list[dict[str, Any]] = []
-        try:
-            async with trio.open_nursery() as nursery:
-
-                async def local() -> None:
-                    got.append(await pulled.wait(key))
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(local)
-                while not got:
-                    hint = self._hint(task_id)
-                    stored = await self.store.take_answer(task_id, key)
-                    if stored is not None and stored.result is not None:
-                        got.append(stored.result)
-                        nursery.cancel_scope.cancel()
-                        break
-                    await self._sleep_on(hint, actor.record.poll_interval / 1000)
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(2):
-                await self.store.claim_input(task_id, key)
-        return got[0]
+        """A pulled question (2026-07-28 tasks extension): see :func:`ask_pulled`."""
+        return await ask_pulled(self, actor, key, method, params)
 
     async def ask(
         self, actor: TaskActor, method: str, params: dict[str, Any]
@@ -382,3 +351,42 @@ class Cluster:
             raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
         assert answer.result is not None
         return answer.result, via
+
+
+async def ask_pulled(
+    cluster: Cluster, actor: TaskActor, key: str, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """A pulled question (the 2026-07-28 tasks extension), visible to every process.
+
+    Queued in the store (any process's ``tasks/get`` shows it); the answer
+    comes from a local ``tasks/update`` (:attr:`TaskActor.pulled`) or one
+    stored by another process, whichever is first.
+
+    Cancellation: the question is taken off the queue.
+    """
+    task_id = actor.task_id
+    assert actor.pulled is not None
+    pulled = actor.pulled
+    await cluster.store.push_input(task_id, InputItem(key, method, params))
+    got: list[dict[str, Any]] = []
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def local() -> None:
+                got.append(await pulled.wait(key))
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(local)
+            while not got:
+                hint = cluster._hint(task_id)
+                stored = await cluster.store.take_answer(task_id, key)
+                if stored is not None and stored.result is not None:
+                    got.append(stored.result)
+                    nursery.cancel_scope.cancel()
+                    break
+                await cluster._sleep_on(hint, actor.record.poll_interval / 1000)
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            await cluster.store.claim_input(task_id, key)
+    return got[0]
+

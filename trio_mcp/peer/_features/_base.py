@@ -33,6 +33,8 @@ T = TypeVar("T")
 #: an anonymous connection, kept by a durable store, can never be reached by a
 #: new connection that happens to get the same number after a restart.
 _INSTANCE: Final = secrets.token_hex(4)
+#: The requestor context of an unauthenticated stateless (2026-07-28 HTTP) request.
+ANONYMOUS_CONTEXT: Final = "anonymous"
 
 
 class Role(enum.Enum):

@@ -20,7 +20,7 @@ from ..._util import interrupt_wins, unwrap_group
 from .._messages import MODERN_PROTOCOL_VERSION, Implementation
 from .._session import MessageBus
 from ._app import App
-from ._base import Role
+from ._base import ANONYMOUS_CONTEXT, Role
 from ._catalog import FEATURES, install_features
 from ._client import ClientFeatures
 from ._completion import Completions
@@ -87,6 +87,11 @@ class Peer(
         self.era = era
         install_features(self)
         if role is Role.SERVER and era == MODERN_PROTOCOL_VERSION:
+            if bus.context is None:
+                # A stateless request (Streamable HTTP) has no connection to bind
+                # its tasks to: without an authenticated identity they belong to
+                # whoever holds their unguessable id (SEP-2663: ids as bearer tokens).
+                self._context = ANONYMOUS_CONTEXT
             become_modern(self)
 
     async def run(self, *, task_status: trio.TaskStatus[Peer] = trio.TASK_STATUS_IGNORED) -> None:

@@ -186,10 +186,17 @@ def filter_tools(result: Any) -> dict[str, dict[str, tuple[str, ...]]]:
     return kept
 
 
+#: Method -> the param ``Mcp-Name`` mirrors (the tasks extension: the task id).
+_NAMED = {
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+}
+
+
 def standard_headers(method: str, params: Any) -> dict[str, str]:
     """``Mcp-Method``, and ``Mcp-Name`` for the methods that name something."""
     out = {"Mcp-Method": header_value(method)}
-    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    key = _NAMED.get(method)
     if key is not None and isinstance(params, dict) and isinstance(params.get(key), str):
         out["Mcp-Name"] = header_value(params[key])
     return out

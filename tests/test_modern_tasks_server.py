@@ -3,8 +3,8 @@
 Every test runs ``examples/everything_server.py`` as a real subprocess over
 stdio and speaks raw JSON-RPC to it, with the tools the official conformance
 suite's ``tasks-*`` scenarios call (``greet``, ``slow_compute``,
-``failing_job``, ``protocol_error_job``, ``confirm_delete``, ``multi_input``)
-and ``confirm_twice``. Each test pins MUSTs of the extension's specification
+``failing_job``, ``protocol_error_job``, ``confirm_delete``, ``multi_input``,
+``test_tool_with_task``) and ``confirm_twice``. Each test pins MUSTs of the extension's specification
 (``../shared/spec/ext-tasks-draft.md``, quoted as "ext-tasks §Section: ...") and
 every message of the extension (``CreateTaskResult``, ``tasks/get``,
 ``tasks/update`` and ``tasks/cancel`` and their results, ``inputRequests``) is
@@ -536,6 +536,31 @@ async def test_malformed_input_responses_are_32602(responses: Any) -> None:
         ack(await server.task_request("tasks/cancel", created["taskId"]))
 
 
+# --- a multi round-trip prelude, then the task ----------------------------------------------
+
+
+async def test_mrtr_prelude_then_the_task() -> None:
+    """ext-tasks with MRTR (SEP-2663 commit 451f5e1, conformance ``tasks-mrtr-composition``):
+    a task-required tool may gather input with ``input_required`` rounds before its task; the
+    first round carries ``inputRequests`` and ``requestState`` but no ``taskId``; the final
+    round is a ``CreateTaskResult`` carrying neither ``requestState`` nor ``inputRequests``;
+    the task's result reflects the answer of the prelude. Without the extension declared
+    the tool is still -32021 (it cannot be served without CreateTaskResult)."""
+    async with tasks_server() as server:
+        missing_extension(await server.call("test_tool_with_task"))
+        first = await server.call("test_tool_with_task", _meta=meta(EXT_CAPS))
+        round1 = first["result"]
+        assert round1["resultType"] == "input_required" and "taskId" not in round1
+        assert list(round1["inputRequests"]) == ["user_name"]
+        assert round1["inputRequests"]["user_name"]["method"] == "elicitation/create"
+        created = await server.start("test_tool_with_task", requestState=round1["requestState"],
+                                     inputResponses={"user_name": accept(name="Alice")})
+        assert not {"requestState", "inputRequests"} & set(created)
+        done = await server.wait_for(created["taskId"])
+        assert done["status"] == "completed"
+        assert text_of({"result": done["result"]}) == "Hello, Alice! (from the task)"
+
+
 # --- tasks/cancel ----------------------------------------------------------------------------
 
 
@@ -646,12 +671,14 @@ async def test_the_same_tools_as_2025_tasks() -> None:
 async def test_a_2025_task_question_is_a_request_to_the_client() -> None:
     """2025-11-25: a task's question is an ``elicitation/create`` request to the client
     (with the related-task ``_meta``), delivered while the client waits in tasks/result;
-    ``multi_input`` asks its two at once."""
+    ``multi_input`` asks its two at once; ``test_tool_with_task``'s prelude question is
+    asked the same way (the whole tool is the task)."""
     async with tasks_server() as server:
         await _initialize_2025(server)
         for name, arguments, asked, expected in (
             ("confirm_delete", {"filename": "d.txt"}, 1, "Deleted d.txt"),
             ("multi_input", {}, 2, "multi_input: first=accept:N, second=accept:N"),
+            ("test_tool_with_task", {}, 1, "Hello, N! (from the task)"),
         ):
             task_id = await _task_2025(server, name, arguments)
             request_id = server.next_id()

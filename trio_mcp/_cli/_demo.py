@@ -2,7 +2,8 @@
 
 This module runs the demo: both agents in this process (``--transport
 memory``), or agent B in a child process serving WebSocket on loopback
-(``--transport ws``). The story itself is in :mod:`._demo_scenario`, what
+(``--transport ws``), in either era of MCP (``--era``: A chooses it when it
+connects; B serves both). The story itself is in :mod:`._demo_scenario`, what
 is shown in :mod:`._demo_view`.
 
 Each agent reports the tasks *it hosts* as events (dicts): straight to the
@@ -28,7 +29,15 @@ import trio
 from ..transports._memory import open_memory_pair
 from ..transports._websocket_client import open_websocket_client
 from ..transports._websocket_server import serve_websocket
-from ._demo_scenario import Event, Host, build_agent_a, build_agent_b, run_scenario
+from ._demo_scenario import (
+    ERAS,
+    LEGACY_ERA,
+    Event,
+    Host,
+    build_agent_a,
+    build_agent_b,
+    run_scenario,
+)
 from ._demo_view import Board, RichView, _plain_summary
 from ._terminal import Terminal, rich_console
 
@@ -48,11 +57,17 @@ class DemoError(Exception):
 # --- running the demo ---------------------------------------------------------------------------
 
 
-def run_demo(*, transport: str, interactive: bool, plain: bool, pace: float) -> int:
-    """Run the demo and return its exit status (0 when the story went as told)."""
+def run_demo(
+    *, transport: str, interactive: bool, plain: bool, pace: float, era: str = LEGACY_ERA
+) -> int:
+    """Run the demo and return its exit status (0 when the story went as told).
+
+    Args:
+        era: The MCP version A speaks to B: a key of :data:`~._demo_scenario.ERAS`.
+    """
     console = None if plain else rich_console(sys.stdout)
     try:
-        problems = trio.run(partial(_demo, transport, interactive, console, pace))
+        problems = trio.run(partial(_demo, transport, interactive, console, pace, era))
     except DemoError as exc:
         print(f"trio-mcp demo: {exc}", file=sys.stderr)
         return 2
@@ -64,16 +79,23 @@ def run_demo(*, transport: str, interactive: bool, plain: bool, pace: float) -> 
 
 
 async def _demo(
-    transport: str, interactive: bool, console: Console | None, pace: float
+    transport: str,
+    interactive: bool,
+    console: Console | None,
+    pace: float,
+    era: str = LEGACY_ERA,
 ) -> list[str]:
+    if era not in ERAS:
+        raise DemoError(f"no such era: {era} (choose one of {', '.join(ERAS)})")
     title = f"trio-mcp demo: agent A ⇄ agent B over {transport}"
     view: RichView | None = None
     if console is None:
         board = Board(on_line=lambda line: print(line, flush=True))
         print(title, flush=True)
+        print(ERAS[era], flush=True)
     else:
         board = Board()
-        view = RichView(board, console, title)
+        view = RichView(board, console, title, ERAS[era])
     pause: Callable[[], AbstractContextManager[Any]] = view.pause if view else nullcontext
     terminal = Terminal(pause) if interactive else None
     host_a = Host("A", board.apply, pace)
@@ -86,7 +108,7 @@ async def _demo(
         if transport == "ws":
             async with (
                 _agent_b_process(board, pace) as (url, token),
-                open_websocket_client(url, app_a, token=token) as peer,
+                open_websocket_client(url, app_a, token=token, era=era) as peer,
             ):
                 problems = await run_scenario(peer, host_a)
                 host_a.flush()
@@ -95,7 +117,7 @@ async def _demo(
             app_b = build_agent_b(host_b)
             host_b.registry = app_b.registry
             nursery.start_soon(host_b.watch)
-            async with open_memory_pair(app_b, app_a) as (peer, _):
+            async with open_memory_pair(app_b, app_a, era=era) as (peer, _):
                 problems = await run_scenario(peer, host_a)
                 host_a.flush()
                 host_b.flush()

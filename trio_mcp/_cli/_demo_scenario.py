@@ -14,6 +14,16 @@ The story, about 12 seconds long:
   ``crunch_numbers`` midway.
 * A summary lists every task on both sides: id, status and duration.
 
+With ``--era 2026-07-28`` the same story runs on the tasks extension
+(``io.modelcontextprotocol/tasks``): B, the server, decides that each call
+becomes a task; B's questions (the draft, the publish decision) are
+``inputRequests`` of its ``write_report`` task, which A pulls with
+``tasks/get`` and answers with ``tasks/update`` through its ``on_sampling``
+and ``on_elicitation`` handlers, so A hosts no task. ``check_links``'s error
+result is then a ``completed`` task whose result has ``isError`` (the
+extension keeps ``failed`` for JSON-RPC errors), and the summary asks
+``tasks/get`` for each task (there is no ``tasks/list``).
+
 Each agent reports the tasks *it hosts* as events (dicts) through its
 :class:`Host`; :mod:`._demo` routes them to the board of :mod:`._demo_view`.
 """
@@ -31,11 +41,13 @@ from .. import __version__
 from .._errors import RemoteError
 from ..peer._features import App, Peer, RequestContext
 from ..peer._messages import (
+    MODERN_PROTOCOL_VERSION,
     CallToolResult,
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
+    Task,
     TaskStatus,
     TextContent,
 )
@@ -48,11 +60,31 @@ Emit = Callable[[Event], None]
 #: How often each agent looks at its registry for status changes (seconds).
 WATCH_INTERVAL: Final = 0.05
 TOPIC: Final = "tasks in trio-mcp"
-EXPECTED: Final = {
-    "write_report": TaskStatus.COMPLETED,
-    "check_links": TaskStatus.FAILED,
-    "crunch_numbers": TaskStatus.CANCELLED,
+LEGACY_ERA: Final = "2025-11-25"
+MODERN_ERA: Final = MODERN_PROTOCOL_VERSION
+#: The eras the demo runs in, with the line that names each in the view.
+ERAS: Final = {
+    LEGACY_ERA: "MCP 2025-11-25 (tasks both ways)",
+    MODERN_ERA: "MCP 2026-07-28 (tasks extension: questions travel as inputRequests "
+                "and tasks/update)",
 }
+#: How each of B's tasks ends, per era. ``check_links`` fails on purpose with
+#: an ``isError`` result: a ``failed`` task in 2025-11-25, a ``completed`` one
+#: (its result has ``isError``) in the 2026-07-28 tasks extension.
+EXPECTED: Final = {
+    LEGACY_ERA: {
+        "write_report": TaskStatus.COMPLETED,
+        "check_links": TaskStatus.FAILED,
+        "crunch_numbers": TaskStatus.CANCELLED,
+    },
+    MODERN_ERA: {
+        "write_report": TaskStatus.COMPLETED,
+        "check_links": TaskStatus.COMPLETED,
+        "crunch_numbers": TaskStatus.CANCELLED,
+    },
+}
+#: The tools whose result is an error (``isError``) in every era.
+ERROR_RESULTS: Final = frozenset({"check_links"})
 PUBLISH_SCHEMA: Final = {
     "type": "object",
     "properties": {
@@ -93,6 +125,7 @@ class Host:
         self.pace = pace
         self.registry: TaskRegistry | None = None
         self._labels: dict[str, str] = {}
+        self._modern: set[str] = set()  # the tasks created by a 2026-07-28 request
         self._seen: dict[str, tuple[str, str | None]] = {}
 
     def say(self, text: str) -> None:
@@ -109,6 +142,8 @@ class Host:
             self.say(f"runs {label} (not as a task)")
             return
         self._labels[ctx.task_id] = label
+        if ctx.era == MODERN_ERA:
+            self._modern.add(ctx.task_id)
         self.emit({"op": "task", "host": self.name, "id": ctx.task_id, "label": label,
                    "status": TaskStatus.WORKING.value})
         self.check(ctx.task_id)
@@ -127,16 +162,20 @@ class Host:
         record = self.registry.store.get(task_id) if self.registry is not None else None
         if record is None:
             return
-        key = (record.status.value, record.status_message)
+        status = record.status
+        if (task_id in self._modern and status is TaskStatus.FAILED
+                and isinstance(record.outcome, dict)):
+            status = TaskStatus.COMPLETED  # the extension's view of an isError result
+        key = (status.value, record.status_message)
         if self._seen.get(task_id) == key:
             return
         self._seen[task_id] = key
         duration = (
             _seconds_between(record.created_at, record.last_updated_at)
-            if record.status.is_terminal else None
+            if status.is_terminal else None
         )
         self.emit({"op": "task", "host": self.name, "id": task_id,
-                   "label": self._labels[task_id], "status": record.status.value,
+                   "label": self._labels[task_id], "status": status.value,
                    "message": record.status_message, "duration": duration})
 
     def flush(self) -> None:
@@ -174,11 +213,15 @@ def build_agent_b(host: Host) -> App:
         host.hosted(ctx, f"write_report: {topic}")
         await step(ctx, 1, 5, "collecting notes", 2.0)
         await step(ctx, 2, 5, "outlining", 1.5)
-        host.say("asks A's model for a draft (sampling, as a task hosted by A)")
+        modern = ctx.era == MODERN_ERA
+        host.say("asks A's model for a draft (sampling: a question of its task, in tasks/get's "
+                 "inputRequests)" if modern else
+                 "asks A's model for a draft (sampling, as a task hosted by A)")
         draft = await ctx.sample(f"Draft two sentences about {topic}.", max_tokens=120,
                                  as_task=True)
         await host.progress(ctx, 3, 5, "draft received")
-        host.say("asks A whether to publish (elicitation): its task is input_required")
+        host.say("asks A whether to publish (elicitation): its task is input_required"
+                 + (" until A answers with tasks/update" if modern else ""))
         answer = await ctx.elicit(f"Publish the report on {topic}?", PUBLISH_SCHEMA)
         content = answer.content or {}
         if answer.action != "accept" or content.get("publish") is not True:
@@ -229,11 +272,17 @@ def build_agent_a(host: Host, terminal: Terminal | None) -> App:
 
     @app.on_sampling
     async def draft(ctx: RequestContext, params: CreateMessageParams) -> CreateMessageResult:
-        host.hosted(ctx, "sampling: a draft for B")
+        modern = ctx.era == MODERN_ERA
+        if modern:  # a question of B's task, pulled with tasks/get: no task of A's
+            host.say("drafts an answer to B's sampling question (A hosts no task)")
+        else:
+            host.hosted(ctx, "sampling: a draft for B")
         for step, what in enumerate(("reading the prompt", "thinking", "writing", "polishing"),
                                     start=1):
             await host.pause(0.75)
             await host.progress(ctx, step, 4, what)
+        if modern:
+            host.say("answers B's sampling question with the draft (tasks/update)")
         return CreateMessageResult(role="assistant", content={"type": "text", "text": DRAFT},
                                    model="demo-model")
 
@@ -248,22 +297,25 @@ def build_agent_a(host: Host, terminal: Terminal | None) -> App:
             await host.pause(2.5)
             answer = ElicitResult(action="accept",
                                   content={"publish": True, "note": "approved by the demo"})
-        host.say(f"answers B: {answer.action} {json.dumps(answer.content or {})}")
+        via = " (tasks/update)" if ctx.era == MODERN_ERA else ""
+        host.say(f"answers B: {answer.action} {json.dumps(answer.content or {})}{via}")
         return answer
 
     return app
 
 
 async def run_scenario(peer: Peer, host: Host) -> list[str]:
-    """Agent A's side of the story, over a connected client ``peer``.
+    """Agent A's side of the story, over a connected client ``peer`` (of either era).
 
     Returns:
         What did not go as expected (empty when all went well).
     """
+    era = MODERN_ERA if peer.protocol_version == MODERN_ERA else LEGACY_ERA
     tools = await peer.list_all_tools()
     name = peer.remote_info.name if peer.remote_info else "B"
     host.say(f"connected to {name}; its tools: {', '.join(t.name for t in tools)}")
     handles: dict[str, TaskHandle[CallToolResult]] = {}
+    errors: set[str] = set()
 
     async def start(tool: str, arguments: dict[str, Any]) -> None:
         handle = await peer.call_tool_task(tool, arguments)
@@ -272,12 +324,16 @@ async def run_scenario(peer: Peer, host: Host) -> list[str]:
 
     async def follow(tool: str) -> None:
         handle = handles[tool]
-        await handle.wait()  # polls tasks/get; opens tasks/result when input is needed
+        # Polls tasks/get; B's questions are answered through tasks/result
+        # (2025-11-25) or tasks/update (2026-07-28).
+        await handle.wait()
         try:
             result = await handle.result()
         except RemoteError as exc:
             host.say(f"{tool} ended {handle.task.status.value}: {exc.message}")
             return
+        if result.is_error:
+            errors.add(tool)
         outcome = "returned an error" if result.is_error else "returned"
         host.say(f"{tool} {outcome}: {result.text}")
 
@@ -296,13 +352,31 @@ async def run_scenario(peer: Peer, host: Host) -> list[str]:
         nursery.start_soon(follow, "check_links")
         nursery.start_soon(cancel_midway, "crunch_numbers")
 
-    listed = {task.task_id: task async for task in peer.iter_tasks()}
-    host.say("tasks/list on B: " + ", ".join(
-        f"{task_id[:8]} {task.status.value}" for task_id, task in listed.items()))
+    if era == MODERN_ERA:  # no tasks/list in the tasks extension: tasks/get of each
+        seen = {handle.task_id: task for handle in handles.values()
+                if (task := await _get_task(peer, handle.task_id)) is not None}
+        method = "tasks/get"
+    else:
+        seen = {task.task_id: task async for task in peer.iter_tasks()}
+        method = "tasks/list"
+    host.say(f"{method} on B: " + ", ".join(
+        f"{task_id[:8]} {task.status.value}" for task_id, task in seen.items()))
     problems = []
-    for tool, expected in EXPECTED.items():
-        seen = listed.get(handles[tool].task_id)
-        if seen is None or seen.status is not expected:
-            got = "missing" if seen is None else seen.status.value
+    for tool, expected in EXPECTED[era].items():
+        task = seen.get(handles[tool].task_id)
+        if task is None or task.status is not expected:
+            got = "missing" if task is None else task.status.value
             problems.append(f"{tool}: expected {expected.value}, got {got}")
+        elif tool in ERROR_RESULTS and tool not in errors:
+            problems.append(f"{tool}: expected an error result")
     return problems
+
+
+async def _get_task(peer: Peer, task_id: str) -> Task | None:
+    """``tasks/get``; ``None`` when there is no such task (or the server made none)."""
+    if not task_id:
+        return None
+    try:
+        return await peer.get_task(task_id)
+    except RemoteError:
+        return None

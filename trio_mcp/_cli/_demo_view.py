@@ -134,12 +134,20 @@ _STYLES: Final = {
 
 @final
 class RichView:
-    """A live table of both agents' tasks and the last lines of the story."""
+    """A live table of both agents' tasks and the last lines of the story.
 
-    def __init__(self, board: Board, console: Console, title: str) -> None:
+    Args:
+        board: What to show.
+        console: Where.
+        title: The table's title.
+        era: A line naming the MCP era shown, under the table (none if empty).
+    """
+
+    def __init__(self, board: Board, console: Console, title: str, era: str = "") -> None:
         self.board = board
         self.console = console
         self.title = title
+        self.era = era
         self._live: Live | None = None
 
     def _bar(self, row: Row, cells: int) -> str:
@@ -163,7 +171,8 @@ class RichView:
         from rich.text import Text
 
         if final:
-            summary = Table(title="Summary: every task on both agents")
+            summary = Table(title="Summary: every task on both agents",
+                            caption=self.era or None, caption_justify="left")
             summary.add_column("host")
             summary.add_column("task id", no_wrap=True)
             summary.add_column("what")
@@ -182,7 +191,9 @@ class RichView:
         columns = len(fixed) + (2 if wide else 1)
         free = max(10, width - sum(fixed.values()) - (3 * columns + 1))  # borders, padding
         sizes = {**fixed, "what": free * 3 // 5 if wide else free, "note": free - free * 3 // 5}
-        table = Table(title=f"{self.title} — {self.board.elapsed():.1f}s", title_justify="left")
+        caption = Text(self.era, no_wrap=True, overflow="ellipsis") if self.era else None
+        table = Table(title=f"{self.title} — {self.board.elapsed():.1f}s", title_justify="left",
+                      caption=caption, caption_justify="left")
         for name in ("host", "task", "what", "status", "progress", *(("note",) if wide else ())):
             table.add_column(name, width=sizes[name], no_wrap=True, overflow="ellipsis")
         for row in self.board.rows.values():
@@ -192,9 +203,9 @@ class RichView:
             if wide:
                 cells.append(row.message or row.note or "")
             table.add_row(*cells)
-        # Title, top border, header, separator, rows, bottom border; then the
-        # panel's two borders, and the line the cursor rests on.
-        room = height - (len(self.board.rows) + 5) - 2 - 1
+        # Title, top border, header, separator, rows, bottom border, the era
+        # caption; then the panel's two borders, and the line the cursor rests on.
+        room = height - (len(self.board.rows) + 5 + (1 if self.era else 0)) - 2 - 1
         if room < 1:
             return table
         story = Text("\n".join(self.board.log[-min(STORY_LINES, room):]) or "starting…",

@@ -41,7 +41,6 @@ from ..transports._client import INIT_TIMEOUT, is_interrupt
 from ._commands import (
     EXAMPLE_SERVER,
     run_call,
-    run_demo,
     run_demo_agent_b,
     run_serve_example,
     run_tasks,
@@ -67,6 +66,9 @@ Start with the demo, then point `call` at any MCP server:
   trio-mcp call --stdio "python examples/task_server.py" sleep \\
       --args '{"seconds": 2, "steps": 4}' --task
 """
+
+#: The eras ``trio-mcp demo --era`` runs in (the first is the default).
+DEMO_ERAS: Final = ("2025-11-25", "2026-07-28")
 
 #: How long ``trio-mcp demo`` takes (in memory; measured: 11.5-11.7 s).
 DEMO_SECONDS: Final = 12
@@ -210,6 +212,19 @@ def _prompts_get(parser: argparse.ArgumentParser) -> None:
     _json_option(parser)
 
 
+def _run_demo(args: argparse.Namespace) -> int:
+    """``trio-mcp demo``."""
+    from ._demo import run_demo
+
+    return run_demo(
+        transport=args.transport,
+        interactive=args.interactive,
+        plain=args.plain,
+        pace=0.1 if args.fast else 1.0,
+        era=args.era,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``trio-mcp`` argument parser (one subparser per command)."""
     parser = argparse.ArgumentParser(
@@ -229,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "by A, then pauses in input_required to ask A for a decision "
                     "(elicitation); A cancels one task midway. A live view shows every task "
                     "on both sides (rich on a terminal, plain lines otherwise) and a summary "
-                    f"ends the run. Takes about {DEMO_SECONDS} seconds.",
+                    "ends the run. With --era 2026-07-28 the story runs on the tasks "
+                    "extension: B's questions are inputRequests of its task, which A answers "
+                    f"with tasks/update (A hosts no task). Takes about {DEMO_SECONDS} seconds.",
     )
     demo.add_argument("--interactive", action="store_true",
                       help="answer agent B's question yourself instead of automatically")
@@ -240,7 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="plain lines even on a terminal")
     demo.add_argument("--fast", action="store_true",
                       help="ten times shorter delays (for testing)")
-    demo.set_defaults(run=run_demo)
+    demo.add_argument("--era", choices=DEMO_ERAS, default=DEMO_ERAS[0],
+                      help="the MCP revision A speaks to B: 2025-11-25 (default: tasks both "
+                           "ways) or 2026-07-28 (the tasks extension)")
+    demo.set_defaults(run=_run_demo)
 
     agent_b = commands.add_parser("demo-agent-b")  # hidden: agent B of `demo --transport ws`
     agent_b.add_argument("--port", type=int, default=0)

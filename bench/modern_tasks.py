@@ -289,6 +289,7 @@ VERSUS = (("fastmcp", "vs fastmcp-tasks"), ("mcp130", "vs mcp 1.30"), ("base", "
 
 def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
            errors: dict[tuple[str, str], list[str]]) -> str:
+    ran = {w for _, w in out} | {w for _, w in errors}
     shown = [s for s in srvs if s.missing is None]
     versus = [(k, h) for k, h in VERSUS if any(s.key == k for s in shown)]
     lines = ["| workload | " + " | ".join(s.label for s in shown) + " | "
@@ -309,6 +310,8 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
         return f"{(ours / theirs if higher else theirs / ours):.2f}x"
 
     for w, k, label, higher, digits in ROWS:
+        if w not in ran:
+            continue
         lines.append(f"| {label} | " + " | ".join(cell(s, w, k, digits) for s in shown) + " | "
                      + " | ".join(ratio(w, k, higher, o) for o, _ in versus) + " |")
     lines.append("")
@@ -323,7 +326,8 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
             lines.append(f"- {s.label}: {s.missing}")
     lines.append("")
     lines.append(f"trio-mcp's 2025-11-25 rows against the last recorded run ({RECORDED_AT}, "
-                 "a quiet machine; bench/RESULTS.md):")
+                 "a quiet machine; bench/RESULTS.md). Absolute numbers move with the machine "
+                 "and its load: --base DIR measures an older commit in the same run.")
     lines.append("")
     lines.append("| workload | recorded /s (CPU us) | this run /s (CPU us) | rate change "
                  "| CPU change |")
@@ -359,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         raw = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         loaded = {tuple(key.split(" ", 1)): v for key, v in raw.items()}
-        print(report(srvs, loaded, {}))  # type: ignore[arg-type]
+        print(report(srvs, loaded, {}))
         return 0
     p = {"warmup": 200, "task_warmup": 50, "duration": args.duration}
     if args.quick:

@@ -65,3 +65,42 @@ def test_bench_serverloop_prints_cpu_per_request() -> None:
     assert "seq: trio-mcp " in proc.stdout and "echo floor" in proc.stdout
     assert "create " in proc.stdout and "cancel " in proc.stdout
     assert "Trio alone, cancelling a parked task" in proc.stdout
+
+
+def test_bench_modern_tasks_prints_the_rows() -> None:
+    """``python -m bench.modern_tasks --quick`` runs the 2025-11-25 and 2026-07-28 rows on
+    trio-mcp (and on fastmcp-tasks when ``.interop/fastmcp`` exists, else it says so);
+    no timing is checked."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.modern_tasks", "--quick", "--servers", "trio,fastmcp"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "error" not in out, out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header[:2] == ["workload", "trio-mcp"], header
+    labels = {row.strip("|").split("|")[0].strip(): row for row in rows[1:]}
+    for label in (
+        "2025-11-25 sequential plain tools/call (calls/s)",
+        "2026-07-28 sequential plain tools/call (calls/s)",
+        "2025-11-25 task call + tasks/result (round trips/s)",
+        "2026-07-28 task call + tasks/get until completed (round trips/s)",
+        "tasks/get per round trip",
+    ):
+        assert label in labels, label
+        cells = [cell.strip() for cell in labels[label].strip("|").split("|")]
+        assert cells[1] not in ("", "-", "n/a"), labels[label]
+    fastmcp = [i for i, h in enumerate(header) if h.startswith("fastmcp-tasks ")]
+    if fastmcp:
+        row = [c.strip() for c in labels[
+            "2026-07-28 task call + tasks/get until completed (round trips/s)"
+        ].strip("|").split("|")]
+        assert row[fastmcp[0]] not in ("", "-", "n/a"), row
+    else:
+        assert "fastmcp-tasks: not installed" in out, out
+    assert "| task-2025 |" in out  # the comparison with the recorded run

@@ -300,18 +300,6 @@ async def _serve(
 # --- demo -------------------------------------------------------------------------------------
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    """``trio-mcp demo``."""
-    from ._demo import run_demo as demo
-
-    return demo(
-        transport=args.transport,
-        interactive=args.interactive,
-        plain=args.plain,
-        pace=0.1 if args.fast else 1.0,
-    )
-
-
 def run_demo_agent_b(args: argparse.Namespace) -> int:
     """The hidden ``trio-mcp demo-agent-b``: agent B of ``demo --transport ws``."""
     from ._demo import run_agent_b_process

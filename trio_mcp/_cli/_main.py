@@ -58,7 +58,7 @@ from ._features import run_prompts, run_resources
 __all__ = ["CliError", "build_parser", "describe_error", "main"]
 
 DESCRIPTION: Final = """\
-trio-mcp: a bidirectional MCP (2025-11-25) peer runtime on Trio, with tasks.
+trio-mcp: a bidirectional MCP peer runtime on Trio (2025-11-25 and 2026-07-28), with tasks.
 
 Start with the demo, then point `call` at any MCP server:
 

@@ -40,12 +40,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 import anyio
+import fastmcp_tasks
 import httpx2
-import mcp_types as t
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-
-import fastmcp_tasks
 from fastmcp_tasks import call_tool_task
 
 warnings.simplefilter("ignore", DeprecationWarning)

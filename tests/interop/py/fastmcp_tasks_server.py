@@ -28,7 +28,6 @@ import anyio
 import mcp_types as t
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
-
 from fastmcp_tasks import TasksExtension
 
 #: ``task=True`` with a short advertised ``pollIntervalMs`` (the default is 5 s).

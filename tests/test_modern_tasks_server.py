@@ -363,7 +363,7 @@ async def test_get_working_then_completed_with_the_result() -> None:
         assert done["status"] == "completed"
         assert done["result"] == {"content": [{"type": "text",
                                                "text": "slow_compute done after 0.5s (get)"}],
-                                  "isError": False}
+                                  "isError": False, "resultType": "complete"}
         assert done["lastUpdatedAt"] >= done["createdAt"]
         assert (await server.get(created["taskId"]))["result"] == done["result"]  # stays
 

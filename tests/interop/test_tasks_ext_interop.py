@@ -47,15 +47,6 @@ FASTMCP_SERVER = _support.PY_DIR / "fastmcp_tasks_server.py"
 EXT_TASKS_CLIENT = _support.NODE_DIR / "ext_tasks_client.mjs"
 CONFIRM_FORM = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
                 "required": ["confirm"]}
-#: Our server (trio_mcp/peer/_features/_modern_tasks.py, ``detailed``) inlines a completed
-#: task's CallToolResult without ``resultType``; ext-tasks 0.2.2 validates it as a
-#: 2026-07-28 CallToolResult (resultType required) and settles the task ``failed``.
-INLINED_RESULT_TYPE = (
-    "trio_mcp/peer/_features/_modern_tasks.py detailed(): a completed task's inlined "
-    "`result` (a 2026-07-28 CallToolResult, whose schema requires resultType) lacks "
-    "resultType: 'complete'; ext-tasks 0.2.2 rejects it ('Protocol value failed schema "
-    "validation') and settles the task as failed"
-)
 
 
 @contextlib.contextmanager
@@ -198,7 +189,6 @@ def test_ext_tasks_task_completes_on_the_wire(ext_report: dict[str, Any]) -> Non
     assert text_of(last["result"]) == "slow_compute done after 0.3s"
 
 
-@pytest.mark.xfail(strict=True, reason=INLINED_RESULT_TYPE)
 def test_ext_tasks_completed_outcome(ext_report: dict[str, Any]) -> None:
     """The execution settles ``completed`` with the CallToolResult."""
     value = ok(ext_report["completed"])
@@ -228,7 +218,6 @@ def test_ext_tasks_input_required_answered_by_tasks_update(ext_report: dict[str,
     assert last["status"] == "completed" and text_of(last["result"]) == "Deleted notes.txt"
 
 
-@pytest.mark.xfail(strict=True, reason=INLINED_RESULT_TYPE)
 def test_ext_tasks_input_required_outcome(ext_report: dict[str, Any]) -> None:
     """The execution settles ``completed`` with ``Deleted notes.txt``."""
     value = ok(ext_report["input_required"])

@@ -232,6 +232,9 @@ def detailed(
         result.pop("_meta", None)
         if meta:
             result["_meta"] = meta
+        # The structure of the request's own result: a 2026-07-28 CallToolResult
+        # has resultType (the ext-tasks requester validates it).
+        result.setdefault("resultType", "complete")
         out["result"] = result
     elif status is TaskStatus.FAILED:
         error = outcome if isinstance(outcome, ErrorData) else ErrorData(

@@ -352,8 +352,10 @@ async def modern_answer(
     The answer is held until the handler's first message: the response
     alone goes out as ``application/json`` with the status its error code
     calls for; a notification first starts an SSE stream (200) that ends
-    with the response. ``subscriptions/listen`` is SSE from the start and
-    stays open (keep-alive comments) until the client closes it.
+    with the response. ``subscriptions/listen`` goes the same way (a
+    refused one is a JSON error with its status; an accepted one starts with
+    its acknowledgement) and stays open (keep-alive comments) until the
+    client closes it.
     """
     listen = item.method == "subscriptions/listen"
     if http.json_response and not listen:
@@ -369,27 +371,26 @@ async def modern_answer(
     stream = session.open_stream(item.id, json=False)
     cursor = await session.prime(stream)  # where the answer starts; never written
     await session.receive(item)
-    if not listen:
-        first: list[bytes] = []
+    first: list[bytes] = []
 
-        async def wait_first() -> None:
-            while True:
-                changed = stream.changed
-                found = await session.store.replay_events_after(cursor)
-                if found is not None:
-                    first.extend(data for _, data in found[1] if data)
-                if found is None or first or stream.ended:
-                    return
-                await changed.wait()
+    async def wait_first() -> None:
+        while True:
+            changed = stream.changed
+            found = await session.store.replay_events_after(cursor)
+            if found is not None:
+                first.extend(data for _, data in found[1] if data)
+            if found is None or first or stream.ended:
+                return
+            await changed.wait()
 
-        if not await until_disconnect(receive, wait_first):
-            return
-        if not first:
-            await _unanswered(send, item)
-            return
-        if "method" not in (message := _decoded(first[0])) and "id" in message:
-            await respond(send, modern_status(first[0]), first[0], _JSON)
-            return
+    if not await until_disconnect(receive, wait_first):
+        return
+    if not first:
+        await _unanswered(send, item)
+        return
+    if "method" not in (message := _decoded(first[0])) and "id" in message:
+        await respond(send, modern_status(first[0]), first[0], _JSON)
+        return
     await write_sse(http, session, stream, receive, send, b"", cursor, [], ids=False)
 
 

@@ -44,8 +44,9 @@ from ..._errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, McpError
 SECRET_ENV: Final = "TRIO_MCP_REQUEST_STATE_SECRET"
 #: Seconds a ``requestState`` stays valid by default.
 DEFAULT_STATE_TTL: Final = 600.0
-#: Largest ``requestState`` accepted, in characters.
-MAX_STATE_CHARS: Final = 256 * 1024
+#: Largest ``requestState`` issued or accepted, in characters (above what the
+#: transports take in one message, so a state this side issued always comes back).
+MAX_STATE_CHARS: Final = 8 * 1024 * 1024
 #: Most input responses one request may carry.
 MAX_INPUT_RESPONSES: Final = 64
 #: Most questions one request may ask across its rounds.
@@ -107,7 +108,11 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Strict base64url: another spelling of the same bytes is refused (ValueError)."""
+    data = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    if _b64(data) != text:
+        raise ValueError("not the canonical spelling")
+    return data
 
 
 @final
@@ -141,7 +146,14 @@ class StateCodec:
             "k": list(asked),
         }
         payload = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+        sealed = f"{_b64(payload)}.{_b64(self._mac(payload))}"
+        if len(sealed) > MAX_STATE_CHARS:
+            raise McpError(
+                INVALID_PARAMS,
+                "Invalid params: the answers are too large to carry in requestState "
+                f"(at most {MAX_STATE_CHARS} characters)",
+            )
+        return sealed
 
     def open(
         self, state: Any, *, digest: str, principal: str | None, now: float | None = None

@@ -1,6 +1,7 @@
 """The tasks extension (MCP 2026-07-28) beside 2025-11-25 tasks: one client, several servers.
 
 ``python -m bench.modern_tasks [--reps 3] [--only WORKLOAD] [--base DIR] [--json PATH]``
+``python -m bench.modern_tasks --instr [--base DIR]``
 
 The client is ``bench.serveronly``'s: a synchronous standard-library NDJSON
 JSON-RPC client over each server's stdio pipes, far cheaper per message than
@@ -42,6 +43,10 @@ Server CPU per round trip comes from ``/proc/PID/stat`` (utime + stime). Servers
 take turns within each repetition (the order rotates); medians of ``--reps``.
 The 2025-11-25 rows of trio-mcp are also compared with the last recorded run
 (``bench/RESULTS.md``, session 5).
+
+``--instr`` times nothing: it counts the server's instructions per round trip of
+each workload under callgrind, for trio-mcp and ``--base`` ((I(3n) - I(n)) / 2n, as
+``bench.instr`` does for the 2025-11-25 workloads), which other load does not move.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -62,6 +68,7 @@ sys.path.insert(0, ROOT)
 
 from bench._common import percentile, run_header, write_raw  # noqa: E402
 from bench.serveronly import (  # noqa: E402
+    TTL,
     Client,
     Server,
     fmt,
@@ -192,23 +199,22 @@ def _timed(c: Client, once: Callable[[], int], warmup: int, duration: float) -> 
     return out
 
 
-def plain_2026(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
-    params = {"_meta": META, "name": s.echo, "arguments": {"text": "hello"}}
+def modern_once(c: Client, s: Server, workload: str) -> Callable[[], int]:
+    """One 2026-07-28 round trip of ``workload`` (``plain-2026`` or ``task-2026``)."""
+    if workload == "plain-2026":
+        params = {"_meta": META, "name": s.echo, "arguments": {"text": "hello"}}
 
-    def once() -> int:
-        result = c.call("tools/call", params)
-        if result.get("resultType", "complete") != "complete" or result.get("isError"):
-            raise RuntimeError(f"not a plain result: {result}")
-        return 0
+        def plain() -> int:
+            result = c.call("tools/call", params)
+            if result.get("resultType", "complete") != "complete" or result.get("isError"):
+                raise RuntimeError(f"not a plain result: {result}")
+            return 0
 
-    return _timed(c, once, p["warmup"], p["duration"])
-
-
-def task_2026(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
+        return plain
     name, args = s.noop
     call = {"_meta": META, "name": name, "arguments": args}
 
-    def once() -> int:
+    def task() -> int:
         created = c.call("tools/call", call)
         if created.get("resultType") != "task":
             raise RuntimeError(f"not a CreateTaskResult: {created}")
@@ -216,30 +222,109 @@ def task_2026(c: Client, s: Server, p: dict[str, Any]) -> dict[str, Any]:
         gets = 0
         while True:
             gets += 1
-            task = c.call("tasks/get", get)
-            status = task.get("status")
+            got = c.call("tasks/get", get)
+            status = got.get("status")
             if status == "completed":
-                if task["result"].get("isError"):
-                    raise RuntimeError(f"task failed: {task}")
+                if got["result"].get("isError"):
+                    raise RuntimeError(f"task failed: {got}")
                 return gets
             if status != "working":
-                raise RuntimeError(f"task is {status}: {task}")
+                raise RuntimeError(f"task is {status}: {got}")
 
-    return _timed(c, once, p["task_warmup"], p["duration"])
+    return task
+
+
+def legacy_once(c: Client, s: Server, workload: str) -> Callable[[], int]:
+    """One 2025-11-25 round trip (as ``bench.serveronly``'s and ``bench.instr``'s)."""
+    if workload == "plain-2025":
+        echo = ("tools/call", {"name": s.echo, "arguments": {"text": "hello"}})
+
+        def plain() -> int:
+            c.call(*echo)
+            return 0
+
+        return plain
+    call = {"name": s.noop[0], "arguments": s.noop[1], "task": {"ttl": TTL}}
+
+    def task() -> int:
+        task_id = c.call("tools/call", call)["task"]["taskId"]
+        result = c.call("tasks/result", {"taskId": task_id})
+        if result.get("isError"):
+            raise RuntimeError(f"task failed: {result}")
+        return 0
+
+    return task
+
+
+def session(c: Client, s: Server, workload: str) -> Callable[[], int]:
+    """Open the connection as ``workload``'s era does; one round trip of it."""
+    if workload.endswith("2025"):
+        c.initialize()
+        return legacy_once(c, s, workload)
+    c.call("server/discover", {"_meta": META})
+    return modern_once(c, s, workload)
 
 
 def run_one(server: Server, workload: str, p: dict[str, Any]) -> dict[str, Any]:
     client = Client(server)
     try:
-        if workload.endswith("2025"):
-            client.initialize()
-            run = plain_seq if workload == "plain-2025" else task_roundtrip
-        else:
-            client.call("server/discover", {"_meta": META})
-            run = plain_2026 if workload == "plain-2026" else task_2026
-        return run(client, server, p)
+        once = session(client, server, workload)
+        if workload == "plain-2025":  # bench.serveronly's own code: the recorded rows
+            return plain_seq(client, server, p)
+        if workload == "task-2025":
+            return task_roundtrip(client, server, p)
+        warmup = p["warmup"] if workload == "plain-2026" else p["task_warmup"]
+        return _timed(client, once, warmup, p["duration"])
     finally:
         client.close()
+
+
+def instructions(server: Server, workload: str, n: int) -> tuple[float, float]:
+    """The server's instructions per round trip under callgrind, (I(3n) - I(n)) / 2n:
+    start-up and handshake cancel out (as in ``bench.instr``); and tasks/get per trip."""
+    totals, gets = [], 0
+    for count in (n, 3 * n):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cg.out")
+            traced = replace(server, argv=["valgrind", "--tool=callgrind",
+                                           f"--callgrind-out-file={out}", *server.argv],
+                             env={**server.env, "PYTHONHASHSEED": "0"})
+            client = Client(traced)
+            try:
+                once = session(client, traced, workload)
+                for _ in range(20):
+                    once()
+                gets = sum(once() for _ in range(count))
+            finally:
+                client.close_slowly()
+            with open(out, encoding="ascii") as f:
+                totals.append(next(int(line.split()[1]) for line in f
+                                   if line.startswith(("summary:", "totals:"))))
+    return (totals[1] - totals[0]) / (2 * n), gets / (3 * n)
+
+
+def instr_report(srvs: list[Server], workloads: list[str], n: int) -> str:
+    """``--instr``: the server instructions per round trip of trio-mcp (and of ``--base``)."""
+    shown = [s for s in srvs if s.key in ("trio", "base")]
+    both = len(shown) > 1
+    lines = ["| workload (server instructions per round trip) | "
+             + " | ".join(s.label for s in shown) + (" | change |" if both else " |"),
+             "|" + "---|" * (len(shown) + 1 + both)]
+    for w in workloads:
+        cells, values = [], []
+        for s in shown:
+            if w not in s.workloads:
+                cells.append("n/a")
+                continue
+            per, gets = instructions(s, w, n)
+            values.append(per)
+            cells.append(f"{per / 1000:,.1f}k" + (f" ({gets:.2f} tasks/get)" if gets else ""))
+            print(f"{w:<11} {s.label:<28} {per / 1000:8.1f}k", file=sys.stderr, flush=True)
+        change = ""
+        if both:
+            change = f" | {(values[0] / values[1] - 1) * 100:+.1f}%" if len(values) == 2 else " |"
+        lines.append(f"| {w} | " + " | ".join(cells) + change + " |")
+    return "\n".join(lines)
 
 
 def run_rotating(srvs: list[Server], workloads: list[str], reps: int, p: dict[str, Any],
@@ -352,6 +437,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run trio-mcp from this checkout (e.g. git worktree add "
                              "/tmp/base COMMIT), PYTHONPATH=DIR")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    parser.add_argument("--instr", action="store_true",
+                        help="count the server's instructions per round trip under callgrind "
+                             "instead (trio-mcp and --base; load-independent; minutes)")
+    parser.add_argument("--instr-n", type=int, default=300)
     parser.add_argument("--json", metavar="PATH", help="write every raw result to PATH")
     parser.add_argument("--from-json", metavar="PATH",
                         help="print the table of an earlier run's --json file (runs nothing)")
@@ -370,6 +459,14 @@ def main(argv: list[str] | None = None) -> int:
         p = {"warmup": 5, "task_warmup": 2, "duration": 0.2}
         args.reps = 1
     workloads = [w for w in WORKLOADS if not args.only or w in args.only]
+    if args.instr:
+        started, load0 = time.monotonic(), os.getloadavg()
+        table = instr_report(srvs, workloads, 20 if args.quick else args.instr_n)
+        print(run_header("Server instructions per round trip (callgrind; bench.modern_tasks)",
+                         f"python -m bench.modern_tasks {' '.join(argv or sys.argv[1:])}", 1,
+                         load0, time.monotonic() - started))
+        print(table)
+        return 0
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     errors: dict[tuple[str, str], list[str]] = {}
     started, load0 = time.monotonic(), os.getloadavg()

@@ -303,10 +303,10 @@ def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> Requ
         recorded: RecordedRound | None = None
         if method in MRTR_METHODS:
             responses = read_input_responses(params)
-            digest = request_digest(method, params)
-            if "requestState" in params:
+            if "requestState" in params:  # (the digest only when there is a state)
                 recorded = codec_of(peer).open(
-                    params["requestState"], digest=digest, principal=_principal(peer)
+                    params["requestState"], digest=request_digest(method, params),
+                    principal=_principal(peer),
                 )
             answers = dict(recorded.answers) if recorded is not None else {}
             answers.update(responses)

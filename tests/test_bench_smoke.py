@@ -104,3 +104,39 @@ def test_bench_modern_tasks_prints_the_rows() -> None:
     else:
         assert "fastmcp-tasks: not installed" in out, out
     assert "| task-2025 |" in out  # the comparison with the recorded run
+
+
+def test_bench_http_prints_the_rows() -> None:
+    """``python -m bench.http --quick --only trio-mcp --only floor`` runs every Streamable HTTP
+    workload on trio-mcp (the floor on its plain rows) with the raw-socket client; no timing
+    is checked. The node and mcp peers are left out (the full run shows them, or n/a)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.http", "--quick", "--only", "trio-mcp", "--only", "floor",
+         "--clients", "6"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "error" not in out, out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header[:4] == ["workload", "metric", "trio-mcp", "HTTP floor (hypercorn)"], header
+    titles = [row.strip("|").split("|")[0].strip() for row in rows[1:]]
+    for title in (
+        "1. sequential tools/call, one 2025-11-25 session, JSON answers",
+        "2. sequential tools/call, one 2025-11-25 session, SSE answers",
+        "3. 6 concurrent clients (2 client processes), a session each, SSE answers",
+        "4. 2025-11-25 task: tools/call + task, then tasks/result",
+        "5. 2026-07-28 stateless tools/call",
+        "6. 2026-07-28 task: tools/call -> resultType task, tasks/get until completed",
+    ):
+        assert title in titles, title
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[2] not in ("", "-", "n/a"), row  # trio-mcp ran every workload
+        assert cells[3] not in ("", "-"), row  # the floor: a number, or n/a for tasks
+    assert "client CPU per call (us)" in out
+    assert "What trio-mcp's MCP layer costs above hypercorn" in out

@@ -159,12 +159,26 @@ class Conn:
     """One keep-alive connection; one request in flight."""
 
     def __init__(self, port: int, path: str = "/mcp", host: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection((host, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.address = (host, port)
         self.path, self.authority = path, f"{host}:{port}"
-        self.buf = b""
         self.next_id = 0
+        self.reconnects = 0
         self.headers: dict[str, str] = {}  # the session's: Mcp-Session-Id, version
+        self.open()
+
+    def open(self) -> None:
+        self.sock = socket.create_connection(self.address)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def done(self, response: Response) -> None:
+        """After a response: a new connection if the server closes this one (hypercorn
+        does after ``keep_alive_max_requests``, 1,000 requests by default), as any HTTP
+        client would."""
+        if response.headers.get(b"connection", b"").lower() == b"close":
+            self.sock.close()
+            self.reconnects += 1
+            self.open()
 
     def close(self) -> None:
         self.sock.close()
@@ -177,6 +191,7 @@ class Conn:
                 if got is not None:
                     response, used = got
                     self.buf = self.buf[used:]
+                    self.done(response)
                     return response
             chunk = self.sock.recv(262144)
             if not chunk:
@@ -368,6 +383,10 @@ def worker(params: dict[str, Any]) -> dict[str, Any]:
             response, used = got
             conn.buf = conn.buf[used:]
             now = clock()
+            if response.headers.get(b"connection", b"").lower() == b"close":
+                sel.unregister(conn.sock)
+                conn.done(response)
+                sel.register(conn.sock, selectors.EVENT_READ, i)
             lat.append(now - sent_at[i])
             _check_plain(response.result())
             if now >= deadline:

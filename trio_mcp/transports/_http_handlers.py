@@ -26,7 +26,7 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..peer import App, Message, Undecodable, decode_message
-from ..peer._features._modern import is_modern_shaped, unsupported_version
+from ..peer._features._era import is_modern_shaped, unsupported_version
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSION,

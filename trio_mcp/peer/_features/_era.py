@@ -9,13 +9,26 @@ importing the dialect.
 from __future__ import annotations
 
 import contextvars
-from typing import Any, final
+from collections.abc import Mapping
+from typing import Any, Final, final
 
 import attrs
 
-from ..._errors import INVALID_PARAMS, McpError
-from .._messages import ClientCapabilities, Implementation
-from ._mrtr import CAPABILITY_OF, MAX_QUESTIONS, missing_capability
+from ..._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, McpError
+from .._messages import (
+    ALL_PROTOCOL_VERSIONS,
+    LOGGING_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+    ClientCapabilities,
+    Implementation,
+    Request,
+    converter,
+)
+from ._mrtr import CAPABILITY_OF, MAX_QUESTIONS, InputRequired, missing_capability
 
 
 @final
@@ -35,7 +48,7 @@ class RoundState:
 
 
 @final
-@attrs.frozen
+@attrs.define(eq=False)
 class ModernRequest:
     """The per-request protocol fields of one modern request, current while it is handled.
 
@@ -45,7 +58,8 @@ class ModernRequest:
         client_capabilities: ``io.modelcontextprotocol/clientCapabilities``.
         client_info: ``io.modelcontextprotocol/clientInfo``, if it was well formed.
         log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
-        round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``).
+        round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``),
+            set by the dialect once the request's answers are read.
     """
 
     method: str
@@ -110,3 +124,146 @@ def check_declared(caps: ClientCapabilities, method: str, params: dict[str, Any]
     mode = params.get("mode", "form")
     if method == "elicitation/create" and modes and mode not in modes:
         raise missing_capability("elicitation", {mode: {}})
+
+
+def ask(method: str, params: dict[str, Any], result_type: type[Any], key: str | None) -> Any:
+    """Answer one question of a modern handler from the recorded answers, or stop it.
+
+    Raises:
+        InputRequired: The question has no answer yet.
+        McpError: -32602 when the recorded answer does not fit ``result_type``.
+    """
+    modern = current_request.get()
+    assert modern is not None
+    key, found = modern.answer(method, params, key)
+    if found is None:
+        raise InputRequired({key: {"method": method, "params": params}})
+    return structure_answer(key, found, result_type)
+
+
+def ask_many(questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]) -> dict[str, Any]:
+    """Answer several questions at once; all unanswered ones go out in one round.
+
+    Raises:
+        InputRequired: Some question has no answer yet (all of those are asked).
+    """
+    modern = current_request.get()
+    assert modern is not None
+    missing: dict[str, dict[str, Any]] = {}
+    results: dict[str, Any] = {}
+    for key, (method, params, result_type) in questions.items():
+        key, found = modern.answer(method, params, key)
+        if found is None:
+            missing[key] = {"method": method, "params": params}
+        else:
+            results[key] = structure_answer(key, found, result_type)
+    if missing:
+        raise InputRequired(missing)
+    return results
+
+
+def structure_answer(key: str, found: Any, result_type: type[Any]) -> Any:
+    """``found`` as ``result_type``, or -32602 naming the input response."""
+    try:
+        return converter.structure(found, result_type)
+    except Exception:
+        raise McpError(
+            INVALID_PARAMS,
+            f"Invalid params: inputResponses[{key[:64]!r}] is not a valid "
+            f"{result_type.__name__}",
+        ) from None
+
+
+# --- reading a request -----------------------------------------------------------------
+
+
+def is_modern_shaped(req: Request) -> bool:
+    """Whether ``req`` carries any of the modern per-request ``_meta`` fields."""
+    params = req.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and (
+        META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
+    )
+
+
+def read_request_meta(req: Request) -> ModernRequest:
+    """The modern protocol fields of ``req``.
+
+    Raises:
+        McpError: -32602 for a missing or malformed required field; -32022
+            (with ``data.supported`` and ``data.requested``) for a version
+            this side does not speak in this era.
+    """
+    params = req.params if isinstance(req.params, dict) else {}
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise McpError(
+            INVALID_PARAMS,
+            f"Invalid params: _meta with {META_PROTOCOL_VERSION} and "
+            f"{META_CLIENT_CAPABILITIES} is required",
+        )
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise McpError(INVALID_PARAMS, f"Invalid params: _meta.{META_PROTOCOL_VERSION} is required")
+    caps = meta.get(META_CLIENT_CAPABILITIES)
+    if not isinstance(caps, dict):
+        raise McpError(
+            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is required"
+        )
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise unsupported_version(version)
+    capabilities = _capabilities(caps)
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOGGING_LEVELS:
+        raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level {str(level)[:20]!r}")
+    raw_info = meta.get(META_CLIENT_INFO)
+    info = _client_info(raw_info) if isinstance(raw_info, dict) else None
+    return ModernRequest(req.method, version, capabilities, info, level)
+
+
+#: A client sends the same capabilities and identity with every request: they
+#: are structured once (a few hundred entries at most; then the cache restarts).
+_CAPS_CACHE: dict[str, ClientCapabilities] = {}
+_INFO_CACHE: dict[str, Implementation | None] = {}
+_CACHE_SIZE: Final = 256
+
+
+def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
+    key = repr(caps)
+    found = _CAPS_CACHE.get(key)
+    if found is None:
+        try:
+            found = converter.structure(caps, ClientCapabilities)
+        except Exception:
+            raise McpError(
+                INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is malformed"
+            ) from None
+        if len(_CAPS_CACHE) >= _CACHE_SIZE:
+            _CAPS_CACHE.clear()
+        _CAPS_CACHE[key] = found
+    return found
+
+
+def _client_info(raw: dict[str, Any]) -> Implementation | None:
+    key = repr(raw)
+    if key not in _INFO_CACHE:
+        try:
+            info: Implementation | None = converter.structure(raw, Implementation)
+        except Exception:
+            info = None  # self-reported and for display only: a bad one is ignored
+        if len(_INFO_CACHE) >= _CACHE_SIZE:
+            _INFO_CACHE.clear()
+        _INFO_CACHE[key] = info
+    return _INFO_CACHE[key]
+
+
+def unsupported_version(requested: str) -> McpError:
+    """The -32022 error naming every version this side speaks."""
+    return McpError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version: {requested[:40]!r}",
+        {"supported": list(ALL_PROTOCOL_VERSIONS), "requested": requested},
+    )
+
+
+# --- answering ---------------------------------------------------------------------------

@@ -4,10 +4,10 @@ The features and the task runtime are written once, in the 2025-11-25 shape.
 This module is the edge where a modern request becomes one of those calls
 and its outcome becomes a modern answer:
 
-* :func:`read_request_meta` checks the request's ``_meta`` (``-32602`` for a
+* ``_era.read_request_meta`` checks the request's ``_meta`` (``-32602`` for a
   missing ``protocolVersion`` or ``clientCapabilities``, ``-32022`` for a
-  version this side does not speak) into a :class:`ModernRequest`, which is
-  current (:data:`current_request`) while the handler runs: what
+  version this side does not speak) into a ``ModernRequest``, which is
+  current (``_era.current_request``) while the handler runs: what
   ``RequestContext`` and the logging feature read instead of the
   connection's handshake;
 * :func:`become_modern` replaces a connection's handler tables by wrapped
@@ -23,6 +23,7 @@ and its outcome becomes a modern answer:
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Final, final
@@ -32,30 +33,27 @@ import attrs
 from ..._errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
-    LOGGING_LEVELS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     MODERN_PROTOCOL_VERSION,
-    MODERN_PROTOCOL_VERSIONS,
-    ClientCapabilities,
     ErrorData,
-    Implementation,
     Request,
-    converter,
     to_wire,
     wire_object,
 )
-from .._session import Reply, RequestHandler
+from .._session import ImmediateHandler, Reply, RequestHandler
 from ._base import PeerCore
-from ._era import ModernRequest, RoundState, current_request
+from ._era import (
+    ModernRequest,
+    RoundState,
+    current_request,
+    is_modern_shaped,
+    read_request_meta,
+    unsupported_version,
+)
 from ._modern_tasks import (
     TASKS_EXTENSION,
     create_result,
@@ -113,126 +111,24 @@ DEFAULT_CACHE_HINTS: Final = {
 }
 
 
-def ask(method: str, params: dict[str, Any], result_type: type[Any], key: str | None) -> Any:
-    """Answer one question of a modern handler from the recorded answers, or stop it.
-
-    Raises:
-        InputRequired: The question has no answer yet.
-        McpError: -32602 when the recorded answer does not fit ``result_type``.
-    """
-    modern = current_request.get()
-    assert modern is not None
-    key, found = modern.answer(method, params, key)
-    if found is None:
-        raise InputRequired({key: {"method": method, "params": params}})
-    return structure_answer(key, found, result_type)
-
-
-def ask_many(questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]) -> dict[str, Any]:
-    """Answer several questions at once; all unanswered ones go out in one round.
-
-    Raises:
-        InputRequired: Some question has no answer yet (all of those are asked).
-    """
-    modern = current_request.get()
-    assert modern is not None
-    missing: dict[str, dict[str, Any]] = {}
-    results: dict[str, Any] = {}
-    for key, (method, params, result_type) in questions.items():
-        key, found = modern.answer(method, params, key)
-        if found is None:
-            missing[key] = {"method": method, "params": params}
-        else:
-            results[key] = structure_answer(key, found, result_type)
-    if missing:
-        raise InputRequired(missing)
-    return results
-
-
-def structure_answer(key: str, found: Any, result_type: type[Any]) -> Any:
-    """``found`` as ``result_type``, or -32602 naming the input response."""
-    try:
-        return converter.structure(found, result_type)
-    except Exception:
-        raise McpError(
-            INVALID_PARAMS,
-            f"Invalid params: inputResponses[{key[:64]!r}] is not a valid "
-            f"{result_type.__name__}",
-        ) from None
-
-
-# --- reading a request -----------------------------------------------------------------
-
-
-def is_modern_shaped(req: Request) -> bool:
-    """Whether ``req`` carries any of the modern per-request ``_meta`` fields."""
-    params = req.params
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and (
-        META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
-    )
-
-
-def read_request_meta(req: Request) -> ModernRequest:
-    """The modern protocol fields of ``req``.
-
-    Raises:
-        McpError: -32602 for a missing or malformed required field; -32022
-            (with ``data.supported`` and ``data.requested``) for a version
-            this side does not speak in this era.
-    """
-    params = req.params if isinstance(req.params, dict) else {}
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
-        raise McpError(
-            INVALID_PARAMS,
-            f"Invalid params: _meta with {META_PROTOCOL_VERSION} and "
-            f"{META_CLIENT_CAPABILITIES} is required",
-        )
-    version = meta.get(META_PROTOCOL_VERSION)
-    if not isinstance(version, str):
-        raise McpError(INVALID_PARAMS, f"Invalid params: _meta.{META_PROTOCOL_VERSION} is required")
-    caps = meta.get(META_CLIENT_CAPABILITIES)
-    if not isinstance(caps, dict):
-        raise McpError(
-            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is required"
-        )
-    if version not in MODERN_PROTOCOL_VERSIONS:
-        raise unsupported_version(version)
-    try:
-        capabilities = converter.structure(caps, ClientCapabilities)
-    except Exception:
-        raise McpError(
-            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is malformed"
-        ) from None
-    level = meta.get(META_LOG_LEVEL)
-    if level is not None and level not in LOGGING_LEVELS:
-        raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level {str(level)[:20]!r}")
-    info = None
-    raw_info = meta.get(META_CLIENT_INFO)
-    if isinstance(raw_info, dict):
-        try:
-            info = converter.structure(raw_info, Implementation)
-        except Exception:
-            info = None  # self-reported and for display only: a bad one is ignored
-    return ModernRequest(req.method, version, capabilities, info, level)
-
-
-def unsupported_version(requested: str) -> McpError:
-    """The -32022 error naming every version this side speaks."""
-    return McpError(
-        UNSUPPORTED_PROTOCOL_VERSION,
-        f"Unsupported protocol version: {requested[:40]!r}",
-        {"supported": list(ALL_PROTOCOL_VERSIONS), "requested": requested},
-    )
-
-
-# --- answering ---------------------------------------------------------------------------
-
-
 def server_info_meta(peer: PeerCore) -> dict[str, Any]:
     """``{"io.modelcontextprotocol/serverInfo": ...}`` for a result's ``_meta``."""
-    return {META_SERVER_INFO: to_wire(peer.app.info)}
+    return {META_SERVER_INFO: _server_info(peer)}
+
+
+_SERVER_INFO: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _server_info(peer: PeerCore) -> dict[str, Any]:
+    """The App's ``Implementation`` as wire JSON, made once per App (and identity)."""
+    app = peer.app
+    key = (getattr(app, "name", None), getattr(app, "version", None))
+    cached = _SERVER_INFO.get(app)
+    if cached is None or cached[0] != key:
+        cached = _SERVER_INFO[app] = (key, to_wire(app.info))
+    return cached[1]
 
 
 def cache_hint(peer: PeerCore, method: str) -> CacheHint:
@@ -246,7 +142,7 @@ def envelope(peer: PeerCore, method: str, result: dict[str, Any]) -> dict[str, A
     out = dict(result)
     out.setdefault("resultType", "complete")
     meta = dict(out.get("_meta") or {})
-    meta.setdefault(META_SERVER_INFO, to_wire(peer.app.info))
+    meta.setdefault(META_SERVER_INFO, _server_info(peer))
     out["_meta"] = meta
     if method in CACHEABLE_METHODS:
         hint = cache_hint(peer, method)
@@ -293,33 +189,75 @@ def _legacy_code(exc: McpError) -> McpError:
     return exc
 
 
-def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> RequestHandler:
-    """``handler`` (a request or immediate handler) as a modern request handler."""
+def _begin(peer: PeerCore, method: str, req: Request) -> tuple[ModernRequest, dict[str, Any], bool]:
+    """Read a modern request: its protocol fields, its params, whether a prelude runs.
 
-    async def serve(req: Request) -> Any:
-        modern = read_request_meta(req)
-        params = dict(req.params or {})
-        params.pop("task", None)  # core tasks are not part of this revision
+    Raises:
+        McpError: -32602 / -32022 / -32021 as :func:`read_request_meta` and the
+            MRTR and task checks say.
+    """
+    params = dict(req.params or {})
+    params.pop("task", None)  # core tasks are not part of this revision
+    modern = read_request_meta(req)  # its errors come before the MRTR ones
+    if method in MRTR_METHODS:
+        responses = read_input_responses(params)
         recorded: RecordedRound | None = None
-        if method in MRTR_METHODS:
-            responses = read_input_responses(params)
-            if "requestState" in params:  # (the digest only when there is a state)
-                recorded = codec_of(peer).open(
-                    params["requestState"], digest=request_digest(method, params),
-                    principal=_principal(peer),
-                )
-            answers = dict(recorded.answers) if recorded is not None else {}
-            answers.update(responses)
-            modern = attrs.evolve(modern, round=RoundState(answers))
-        prelude = method == "tools/call" and prepare_call(peer, params, modern)
-        inner = Request(req.id, req.method, params)
+        if "requestState" in params:  # (the digest only when there is a state)
+            recorded = codec_of(peer).open(
+                params["requestState"], digest=request_digest(method, params),
+                principal=_principal(peer),
+            )
+        answers = dict(recorded.answers) if recorded is not None else {}
+        answers.update(responses)
+        modern.round = RoundState(answers)
+    prelude = method == "tools/call" and prepare_call(peer, params, modern)
+    return modern, params, prelude
+
+
+def _finish(peer: PeerCore, method: str, out: Any) -> Any:
+    """A handler's outcome in the modern shape (a :class:`Reply` stays one)."""
+    if isinstance(out, Reply):
+        result = create_result(out.result) if "task" in out.result else out.result
+        return Reply(envelope(peer, method, result), out.after_send)
+    return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
+
+
+async def _complete(
+    peer: PeerCore, method: str, params: dict[str, Any], modern: ModernRequest, out: Any,
+    prelude: bool,
+) -> Any:
+    """Finish a handler that must wait, with its modern request current."""
+    token = current_request.set(modern)
+    try:
+        if inspect.isawaitable(out):
+            out = await out
+        if prelude and isinstance(out, Reply) and "task" in out.result:
+            out = await run_prelude(peer, out, modern)
+    except InputRequired as need:
+        assert modern.round is not None
+        return input_required_result(peer, method, params, modern.round, need)
+    except McpError as exc:
+        raise _legacy_code(exc) from None
+    finally:
+        current_request.reset(token)
+    return _finish(peer, method, out)
+
+
+def wrap(
+    peer: PeerCore, method: str, handler: Callable[[Request], Any], *, immediate: bool = False
+) -> Any:
+    """``handler`` (a request or immediate handler) as a modern handler.
+
+    With ``immediate`` the result is an immediate handler (see the session):
+    it answers in the dispatching task when ``handler`` does (an inline
+    tool: no Trio task per call), else returns the coroutine that does.
+    """
+
+    def call(req: Request) -> Any:
+        modern, params, prelude = _begin(peer, method, req)
         token = current_request.set(modern)
         try:
-            out = handler(inner)
-            if inspect.isawaitable(out):
-                out = await out
-            if prelude and isinstance(out, Reply) and "task" in out.result:
-                out = await run_prelude(peer, out, modern)
+            out = handler(Request(req.id, req.method, params))
         except InputRequired as need:
             assert modern.round is not None
             return input_required_result(peer, method, params, modern.round, need)
@@ -327,10 +265,18 @@ def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> Requ
             raise _legacy_code(exc) from None
         finally:
             current_request.reset(token)
-        if isinstance(out, Reply):
-            result = create_result(out.result) if "task" in out.result else out.result
-            return Reply(envelope(peer, method, result), out.after_send)
-        return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
+        if inspect.isawaitable(out) or (
+            prelude and isinstance(out, Reply) and "task" in out.result
+        ):
+            return _complete(peer, method, params, modern, out, prelude)
+        return _finish(peer, method, out)
+
+    if immediate:
+        return call
+
+    async def serve(req: Request) -> Any:
+        out = call(req)
+        return await out if inspect.iscoroutine(out) else out
 
     return serve
 
@@ -369,20 +315,23 @@ def become_modern(peer: PeerCore) -> None:
     ``initialize`` is refused with -32022, every other method is -32601.
     """
     session = peer.session
+    immediate: dict[str, ImmediateHandler] = {
+        method: wrap(peer, method, handler, immediate=True)
+        for method, handler in session.immediate_handlers.items() if method in MODERN_METHODS
+    }
     handlers: dict[str, RequestHandler] = {}
-    for table in (session.request_handlers, session.immediate_handlers):
-        for method, handler in table.items():
-            if method in MODERN_METHODS and method not in handlers:
-                handlers[method] = handler if method == "server/discover" else wrap(
-                    peer, method, handler
-                )
+    for method, handler in session.request_handlers.items():
+        if method in MODERN_METHODS and method not in immediate:
+            handlers[method] = handler if method == "server/discover" else wrap(
+                peer, method, handler
+            )
     handlers["subscriptions/listen"] = wrap(peer, "subscriptions/listen", partial(listen, peer))
     handlers["tasks/get"] = wrap(peer, "tasks/get", partial(tasks_get, peer))
     handlers["tasks/update"] = wrap(peer, "tasks/update", partial(tasks_update, peer))
     handlers["tasks/cancel"] = wrap(peer, "tasks/cancel", partial(tasks_cancel, peer))
     handlers["initialize"] = _refuse_initialize
     session.request_handlers = handlers
-    session.immediate_handlers = {}
+    session.immediate_handlers = immediate
     # Not a requestor connection of 2025-11-25 tasks: no tasks/status notifications.
     peer.app.registry.detach(peer.context, peer)
     session.admit = None

@@ -26,8 +26,7 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskHandle
 from ._base import PeerCore
-from ._era import check_declared, current_request
-from ._modern import ask, ask_many, structure_answer
+from ._era import ask, ask_many, check_declared, current_request, structure_answer
 from ._mrtr import CAPABILITY_OF
 
 log = logging.getLogger("trio_mcp.peer")

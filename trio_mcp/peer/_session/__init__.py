@@ -16,6 +16,7 @@ from ._outbound import message_observers as message_observers
 from ._pending import ProgressCallback as ProgressCallback
 from ._session import MAX_CONCURRENT_REQUESTS as MAX_CONCURRENT_REQUESTS
 from ._session import Admission as Admission
+from ._session import ImmediateHandler as ImmediateHandler
 from ._session import NotificationHandler as NotificationHandler
 from ._session import Reply as Reply
 from ._session import RequestHandler as RequestHandler

@@ -226,6 +226,8 @@ def read_request_meta(req: Request) -> ModernRequest:
 _CAPS_CACHE: dict[str, ClientCapabilities] = {}
 _INFO_CACHE: dict[str, Implementation | None] = {}
 _CACHE_SIZE: Final = 256
+#: Larger values are structured each time, never kept (memory stays bounded).
+_CACHE_KEY_CHARS: Final = 4096
 
 
 def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
@@ -238,9 +240,10 @@ def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
             raise McpError(
                 INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is malformed"
             ) from None
-        if len(_CAPS_CACHE) >= _CACHE_SIZE:
-            _CAPS_CACHE.clear()
-        _CAPS_CACHE[key] = found
+        if len(key) <= _CACHE_KEY_CHARS:  # (a huge one is not kept)
+            if len(_CAPS_CACHE) >= _CACHE_SIZE:
+                _CAPS_CACHE.clear()
+            _CAPS_CACHE[key] = found
     return found
 
 
@@ -251,6 +254,8 @@ def _client_info(raw: dict[str, Any]) -> Implementation | None:
             info: Implementation | None = converter.structure(raw, Implementation)
         except Exception:
             info = None  # self-reported and for display only: a bad one is ignored
+        if len(key) > _CACHE_KEY_CHARS:
+            return info
         if len(_INFO_CACHE) >= _CACHE_SIZE:
             _INFO_CACHE.clear()
         _INFO_CACHE[key] = info

@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -428,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--json", metavar="PATH", help="write every raw result to PATH")
     args = parser.parse_args(argv)
+    # Stopped with SIGTERM: unwind, so the `with Running` blocks stop their servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     srvs = servers()
     names = set(args.only or ())
     unknown = names - {s.key for s in srvs} - set(WORKLOADS)

@@ -333,3 +333,40 @@ def run_all(
                     left = timeout if deadline is None else deadline - time.monotonic()
                     run_one(impl, driver, max(30.0, min(timeout, left)), "long run")
     return outcomes
+
+
+def rotate(
+    servers: list[Any],
+    workloads: list[str],
+    reps: int,
+    supports: Callable[[Any, str], bool],
+    run: Callable[[Any, str], dict[str, Any]],
+    out: dict[tuple[str, str], list[dict[str, Any]]],
+    errors: dict[tuple[str, str], list[str]],
+    status: Callable[[dict[str, Any]], str] = lambda _: "ok",
+    width: int = 15,
+) -> None:
+    """Run every workload on every server ``reps`` times, the servers taking turns.
+
+    The order rotates each repetition, so no server always runs first on a
+    warm or a cold machine. A server is skipped where ``missing`` is set or
+    ``supports(server, workload)`` is false; results go into ``out`` and
+    errors into ``errors`` by ``(server.key, workload)``; each run is logged
+    on stderr with ``status(result)``.
+    """
+    for rep in range(reps):
+        for w in workloads:
+            order = [s for s in servers if s.missing is None and supports(s, w)]
+            shift = rep % max(1, len(order))
+            for s in order[shift:] + order[:shift]:
+                t0 = time.monotonic()
+                try:
+                    result = run(s, w)
+                except Exception as exc:
+                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
+                    shown = f"ERROR {exc!r}"[:200]
+                else:
+                    out.setdefault((s.key, w), []).append(result)
+                    shown = status(result)
+                print(f"[rep {rep + 1}/{reps}] {w:<{width}} {s.label:<28} "
+                      f"{time.monotonic() - t0:5.1f} s {shown}", file=sys.stderr, flush=True)

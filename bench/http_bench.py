@@ -67,7 +67,11 @@ sys.path.insert(0, ROOT)
 
 from bench._common import free_port, percentile, run_header, wait_for_port, write_raw  # noqa: E402
 from bench._report import codec, machine  # noqa: E402
-from bench._runner import _node_modules, _python_with_mcp  # noqa: E402
+from bench._runner import (  # noqa: E402
+    _node_modules,
+    _python_with_mcp,
+    rotate,
+)
 from bench.http_client import Conn, setup, timed  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -273,23 +277,13 @@ def run_rotating(srvs: list[Server], workloads: list[str], reps: int, p: dict[st
                  out: dict[tuple[str, str], list[dict[str, Any]]],
                  errors: dict[tuple[str, str], list[str]]) -> None:
     """Every workload on every server ``reps`` times, taking turns (the order rotates)."""
-    for rep in range(reps):
-        for w in workloads:
-            order = [s for s in srvs if s.missing is None and w not in s.unsupported]
-            shift = rep % max(1, len(order))
-            for s in order[shift:] + order[:shift]:
-                t0 = time.monotonic()
-                try:
-                    result = run_one(s, w, p)
-                except Exception as exc:
-                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
-                    status = f"ERROR {exc!r}"[:200]
-                else:
-                    out.setdefault((s.key, w), []).append(result)
-                    status = (f"{result['rate']:8,.0f}/s  server {result['server_cpu_us']:5.0f} us"
-                              f"  client {result['client_cpu_us']:4.0f} us")
-                print(f"[rep {rep + 1}/{reps}] {w:<9} {s.label:<24} "
-                      f"{time.monotonic() - t0:5.1f} s  {status}", file=sys.stderr, flush=True)
+
+    def status(result: dict[str, Any]) -> str:
+        return (f" {result['rate']:8,.0f}/s  server {result['server_cpu_us']:5.0f} us"
+                f"  client {result['client_cpu_us']:4.0f} us")
+
+    rotate(srvs, workloads, reps, lambda s, w: w not in s.unsupported,
+           lambda s, w: run_one(s, w, p), out, errors, status=status, width=9)
 
 
 # --- the report -----------------------------------------------------------------------

@@ -67,6 +67,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench._common import percentile, run_header, write_raw  # noqa: E402
+from bench._runner import rotate  # noqa: E402
 from bench.serveronly import (  # noqa: E402
     TTL,
     Client,
@@ -331,22 +332,8 @@ def run_rotating(srvs: list[Server], workloads: list[str], reps: int, p: dict[st
                  out: dict[tuple[str, str], list[dict[str, Any]]],
                  errors: dict[tuple[str, str], list[str]]) -> None:
     """Every workload on every server ``reps`` times, taking turns (the order rotates)."""
-    for rep in range(reps):
-        for w in workloads:
-            order = [s for s in srvs if s.missing is None and w in s.workloads]
-            shift = rep % max(1, len(order))
-            for s in order[shift:] + order[:shift]:
-                t0 = time.monotonic()
-                try:
-                    result = run_one(s, w, p)
-                except Exception as exc:
-                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
-                    status = f"ERROR {exc!r}"[:200]
-                else:
-                    out.setdefault((s.key, w), []).append(result)
-                    status = "ok"
-                print(f"[rep {rep + 1}/{reps}] {w:<11} {s.label:<28} "
-                      f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
+    rotate(srvs, workloads, reps, lambda s, w: w in s.workloads,
+           lambda s, w: run_one(s, w, p), out, errors, width=11)
 
 
 # --- the report -----------------------------------------------------------------------

@@ -54,7 +54,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench._common import percentile, run_header, write_raw  # noqa: E402
-from bench._runner import _node_modules, _python_with_mcp  # noqa: E402
+from bench._runner import (  # noqa: E402
+    _node_modules,
+    _python_with_mcp,
+    rotate,
+)
 
 TTL = 600_000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -394,22 +398,8 @@ def run_rotating(srvs: list[Server], workloads: list[str], reps: int, p: dict[st
                  errors: dict[tuple[str, str], list[str]]) -> None:
     """Run every workload on every server ``reps`` times, the servers taking turns
     (the order rotates each repetition); results and errors go into ``out``/``errors``."""
-    for rep in range(reps):
-        for w in workloads:
-            order = [s for s in srvs if s.missing is None and w in s.workloads]
-            shift = rep % max(1, len(order))
-            for s in order[shift:] + order[:shift]:
-                t0 = time.monotonic()
-                try:
-                    result = run_one(s, w, p)
-                except Exception as exc:
-                    errors.setdefault((s.key, w), []).append(repr(exc)[:200])
-                    status = f"ERROR {exc!r}"[:200]
-                else:
-                    out.setdefault((s.key, w), []).append(result)
-                    status = "ok"
-                print(f"[rep {rep + 1}/{reps}] {w:<15} {s.label:<28} "
-                      f"{time.monotonic() - t0:5.1f} s {status}", file=sys.stderr, flush=True)
+    rotate(srvs, workloads, reps, lambda s, w: w in s.workloads,
+           lambda s, w: run_one(s, w, p), out, errors)
 
 
 def run_one(server: Server, workload: str, p: dict[str, Any]) -> dict[str, Any]:

@@ -213,6 +213,25 @@ _ACCEPT_BOTH = "application/json, text/event-stream"
 
 
 @asynccontextmanager
+async def stdio_server(argv: list[str]) -> AsyncIterator[_StdioRaw]:
+    """A server subprocess spoken to over raw stdio; closed (stdin, then a kill) at the end."""
+    import subprocess
+
+    proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        yield _StdioRaw(proc)
+    finally:
+        with trio.CancelScope(shield=True):
+            assert proc.stdin is not None
+            await proc.stdin.aclose()
+            with trio.move_on_after(5):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+@asynccontextmanager
 async def open_raw(kind: str, app: trio_mcp.App | None = None) -> AsyncIterator[RawConnection]:
     """A raw connection to the example server (or ``app``) over ``kind``."""
     app = app or example_app()
@@ -224,22 +243,8 @@ async def open_raw(kind: str, app: trio_mcp.App | None = None) -> AsyncIterator[
             yield _MemoryRaw(ends)
             nursery.cancel_scope.cancel()
     elif kind == "stdio":
-        import subprocess
-
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        try:
-            yield _StdioRaw(proc)
-        finally:
-            with trio.CancelScope(shield=True):
-                assert proc.stdin is not None
-                await proc.stdin.aclose()
-                with trio.move_on_after(5):
-                    await proc.wait()
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
+        async with stdio_server([sys.executable, str(TASK_SERVER)]) as raw:
+            yield raw
     elif kind == "ws":
         from trio_websocket import open_websocket_url
 

@@ -23,7 +23,6 @@ description in the 2026-07-28 schema, "SEP-xxxx" the conformance scenario text.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,7 +34,7 @@ import pytest
 import trio
 
 from .helpers import EXAMPLES, ROOT
-from .raw import _StdioRaw
+from .raw import _StdioRaw, stdio_server
 
 EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
 SCHEMA_2026 = ROOT.parent / "shared" / "spec" / "schema-2026-07-28.json"
@@ -279,20 +278,8 @@ class Server:
 @asynccontextmanager
 async def everything() -> AsyncIterator[Server]:
     """``examples/everything_server.py`` as a subprocess, spoken to over raw stdio."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, str(EVERYTHING_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        yield Server(_StdioRaw(proc))
-    finally:
-        with trio.CancelScope(shield=True):
-            assert proc.stdin is not None
-            await proc.stdin.aclose()
-            with trio.move_on_after(5):
-                await proc.wait()
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+    async with stdio_server([sys.executable, str(EVERYTHING_SERVER)]) as raw:
+        yield Server(raw)
 
 
 def input_required(response: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
-from .._session import current_request_id
 from .._signatures._signature import AsyncFunction, read_signature
 from ._base import PeerCore, Role
 from ._context import RequestContext
-from ._list_changes import broadcast, ready
+from ._list_changes import announce, broadcast, ready
 from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
@@ -295,20 +294,14 @@ class ServerOffers:
             How many connections it was queued for.
         """
         count = offer_all(self.listeners, "notifications/resources/updated", {"uri": uri})
-        token = current_request_id.set(None)  # an update belongs to no request
-        try:
-            for peer in list(self.connections):
-                if (
-                    isinstance(peer, Resources)
-                    and peer.role is Role.SERVER
-                    and ready(peer)
-                    and uri in peer.subscriptions
-                ):
-                    peer.notify_soon("notifications/resources/updated", ResourceUriParams(uri))
-                    count += 1
-        finally:
-            current_request_id.reset(token)
-        return count
+        subscribed = [
+            peer for peer in list(self.connections)
+            if isinstance(peer, Resources) and peer.role is Role.SERVER and ready(peer)
+            and uri in peer.subscriptions
+        ]
+        return count + announce(
+            subscribed, "notifications/resources/updated", ResourceUriParams(uri)
+        )
 
     def log_handler(self, level: int = logging.NOTSET) -> logging.Handler:
         """A stdlib ``logging.Handler`` sending records to every client of this App.

@@ -69,10 +69,6 @@ class ModernRequest:
     log_level: str | None = None
     round: RoundState | None = None
 
-    def declared(self, capability: str) -> bool:
-        """Whether the request declared the client ``capability`` (``sampling``...)."""
-        return declared(self.client_capabilities, capability)
-
     def answer(self, method: str, params: dict[str, Any], key: str | None) -> tuple[str, Any]:
         """The recorded answer to one question, as ``(key, answer)``; ``answer`` is None if new.
 

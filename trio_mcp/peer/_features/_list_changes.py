@@ -8,6 +8,7 @@ removed; a client hands them to the App's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 from .._messages import Notification, to_wire
@@ -30,6 +31,27 @@ def ready(peer: PeerCore) -> bool:
     return peer.is_open and (gate is None or gate.is_set())
 
 
+def announce(peers: Iterable[PeerCore], method: str, params: Any = None) -> int:
+    """Queue a notification to each of ``peers``, as part of no request.
+
+    An announcement (a list change, a resource update) must not carry the id
+    of the request whose handler caused it: that id would route it to that
+    request's stream.
+
+    Returns:
+        How many peers it was queued for.
+    """
+    count = 0
+    token = current_request_id.set(None)
+    try:
+        for peer in peers:
+            peer.notify_soon(method, params)
+            count += 1
+    finally:
+        current_request_id.reset(token)
+    return count
+
+
 def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:
     """Queue a notification to each of ``app``'s ready connections playing ``role``.
 
@@ -42,18 +64,8 @@ def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:
     count = offer_all(app.listeners, method, to_wire(params) if params is not None else None) if (
         role is Role.SERVER
     ) else 0
-    peer: PeerCore
-    # An announcement belongs to no request: not to the one whose handler
-    # changed the list (its id would route it to that request's stream).
-    token = current_request_id.set(None)
-    try:
-        for peer in list(app.connections):
-            if peer.role is role and ready(peer):
-                peer.notify_soon(method, params)
-                count += 1
-    finally:
-        current_request_id.reset(token)
-    return count
+    peers = [p for p in list(app.connections) if p.role is role and ready(p)]
+    return count + announce(peers, method, params)
 
 
 class ListChanges(PeerCore):

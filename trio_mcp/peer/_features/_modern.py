@@ -32,7 +32,6 @@ import attrs
 
 from ..._errors import (
     INVALID_PARAMS,
-    METHOD_NOT_FOUND,
     McpError,
 )
 from .._messages import (
@@ -370,8 +369,3 @@ async def discover(peer: PeerCore, req: Request) -> dict[str, Any]:
     if peer.app.instructions is not None:
         result["instructions"] = peer.app.instructions
     return envelope(peer, "server/discover", result)
-
-
-def removed_method(method: str) -> McpError:
-    """The -32601 error for a method this revision removed or does not have."""
-    return McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")

@@ -109,3 +109,10 @@ def write_raw(path: str, out: dict[tuple[str, str], Any]) -> None:
     """Every raw result of a run, as JSON keyed ``"server workload"``."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump({f"{k} {w}": v for (k, w), v in out.items()}, f, indent=1)
+
+
+def problem_lines(errors: dict[tuple[str, str], list[str]], servers: list[Any]) -> list[str]:
+    """The report's lines for the runs that failed and the servers that could not run."""
+    lines = [f"- error: {key} {w}: {e}" for (key, w), errs in errors.items() for e in errs]
+    lines += [f"- {s.label}: {s.missing}" for s in servers if s.missing]
+    return lines

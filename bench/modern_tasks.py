@@ -66,7 +66,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench._common import percentile, run_header, write_raw  # noqa: E402
+from bench._common import percentile, problem_lines, run_header, write_raw  # noqa: E402
 from bench._runner import rotate  # noqa: E402
 from bench.serveronly import (  # noqa: E402
     TTL,
@@ -390,12 +390,7 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
     lines.append("Ratios: > 1 means trio-mcp (this checkout) is better. n/a: the server does "
                  "not serve that workload (FastMCP has no 2025-11-25 tasks; mcp 1.30 no "
                  "2026-07-28).")
-    for (key, w), errs in errors.items():
-        for e in errs:
-            lines.append(f"- error: {key} {w}: {e}")
-    for s in srvs:
-        if s.missing:
-            lines.append(f"- {s.label}: {s.missing}")
+    lines.extend(problem_lines(errors, srvs))
     lines.append("")
     lines.append(f"trio-mcp's 2025-11-25 rows against the last recorded run ({RECORDED_AT}, "
                  "a quiet machine; bench/RESULTS.md). Absolute numbers move with the machine "

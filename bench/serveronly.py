@@ -53,7 +53,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench._common import percentile, run_header, write_raw  # noqa: E402
+from bench._common import percentile, problem_lines, run_header, write_raw  # noqa: E402
 from bench._runner import (  # noqa: E402
     _node_modules,
     _python_with_mcp,
@@ -469,12 +469,7 @@ def report(srvs: list[Server], out: dict[tuple[str, str], list[dict[str, Any]]],
     lines.append("")
     lines.append("Ratios: > 1 means trio-mcp is better. mcp 1.30 runs N = its own task count "
                  "(the N row); cancel time compares per 10,000 tasks in the targets.")
-    for (key, w), errs in errors.items():
-        for e in errs:
-            lines.append(f"- error: {key} {w}: {e}")
-    for s in srvs:
-        if s.missing:
-            lines.append(f"- {s.label}: {s.missing}")
+    lines.extend(problem_lines(errors, srvs))
     lines.append("")
     lines.append(targets(med))
     return "\n".join(lines)

@@ -23,6 +23,7 @@ from ._errors import (
     RESOURCE_LIMIT as RESOURCE_LIMIT,
 )
 from ._errors import ConnectionClosed as ConnectionClosed
+from ._errors import ConnectionFailed as ConnectionFailed
 from ._errors import HandshakeTimeout as HandshakeTimeout
 from ._errors import HeaderMismatch as HeaderMismatch
 from ._errors import LocalUsageError as LocalUsageError
@@ -159,6 +160,7 @@ __all__ = [
     "CallToolResult",
     "ClientCapabilities",
     "ConnectionClosed",
+    "ConnectionFailed",
     "CreateMessageParams",
     "CreateMessageResult",
     "CreateTaskResult",

@@ -85,12 +85,41 @@ class ConnectionClosed(TrioMcpError):
     """
 
 
-class HandshakeTimeout(ConnectionClosed, TimeoutError):
+class ConnectionFailed(ConnectionClosed):
+    """The connection could not be opened: the client functions' one error for it.
+
+    Raised by ``open_stdio_client``, ``open_websocket_client`` and
+    ``open_http_client`` on every transport, with the transport's own error
+    as ``__cause__``: the server cannot be reached (``OSError``,
+    ``httpx.ConnectError``, ``trio_websocket.HandshakeError``), refused the
+    connection (an HTTP status: 401 without a valid token, 403, 404 on a
+    wrong path), or went away before the handshake ended (a stdio server
+    that exited: :class:`ConnectionClosed`). A :class:`ConnectionClosed`, so
+    code that catches that still works. A refusal is also an instance of the
+    transport's own refusal type (``trio_websocket.ConnectionRejected``,
+    ``httpx.HTTPStatusError``).
+
+    Attributes:
+        url: The server's URL (or the stdio command), when known.
+        status_code: The HTTP status of a refusal; ``None`` when the server
+            was not reached or gave no status.
+    """
+
+    def __init__(
+        self, message: str, *, url: str | None = None, status_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status_code = status_code
+
+
+class HandshakeTimeout(ConnectionFailed, TimeoutError):
     """The other side did not answer ``initialize`` in time; the connection is closed.
 
     Raised by the clients' ``init_timeout`` (``open_stdio_client``,
-    ``open_websocket_client``); a :class:`ConnectionClosed` and a
-    :class:`TimeoutError`, so either ``except`` catches it.
+    ``open_websocket_client``, ``open_http_client``); a
+    :class:`ConnectionFailed` (so a :class:`ConnectionClosed`) and a
+    :class:`TimeoutError`, so any of these ``except`` clauses catches it.
     """
 
 

@@ -11,9 +11,19 @@ import pytest
 from trio_mcp.peer._session import _outbound
 
 from .helpers import SCHEMA_PATH, TRANSPORTS
+from .postgres_server import (
+    postgres_available,
+    postgres_server,
+    postgres_shared,
+    postgres_template,
+    postgres_url,
+)
 from .redis_server import redis_available, redis_server, redis_url
 
-__all__ = ["redis_available", "redis_server", "redis_url"]  # fixtures for every test module
+__all__ = [  # fixtures for every test module
+    "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
+    "postgres_url", "redis_available", "redis_server", "redis_url",
+]  # fmt: skip
 
 #: Every message a trio_mcp peer sent or received during this test session,
 #: as (direction, json, method); validated by tests/test_schema.py.

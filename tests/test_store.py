@@ -216,6 +216,6 @@ def test_store_urls() -> None:
     store = open_task_store("sqlite:///some/dir/tasks.db")
     assert isinstance(store, SqliteTaskStore) and store.path == Path("some/dir/tasks.db")
     assert open_task_store("sqlite:////tmp/x.db").path == Path("/tmp/x.db")
-    for bad in ("postgres://x", "sqlite://", "tasks.db", "redis:/nohost"):
+    for bad in ("mysql://x", "sqlite://", "tasks.db", "redis:/nohost", "postgresql:/x"):
         with pytest.raises(ValueError):
             open_task_store(bad)

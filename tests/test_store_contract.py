@@ -1,8 +1,10 @@
-"""One contract, every store: the task registry's ``tasks/*`` behaviour over memory, SQLite and Redis.
+"""One contract, every store: the task registry's ``tasks/*`` behaviour over memory, SQLite,
+Redis and PostgreSQL.
 
-The same checks run against :class:`MemoryTaskStore`, :class:`SqliteTaskStore` and a
-``RedisTaskStore`` on a private ``redis-server`` (a shared store: the registry then reads
-every record from Redis). They go through the registry's own operations (create, get,
+The same checks run against :class:`MemoryTaskStore`, :class:`SqliteTaskStore`, a
+``RedisTaskStore`` on a private ``redis-server`` and a ``PostgresTaskStore`` on a fresh
+database of a private PostgreSQL server (shared stores: the registry then reads every
+record from the store). They go through the registry's own operations (create, get,
 list, cancel, result), so a store passes only if a requestor would see the same thing
 whichever store a server runs on. Then what only the shared store adds: a Redis outage
 is a clear error, nothing acknowledged is lost, and service resumes.
@@ -24,7 +26,7 @@ from trio_mcp.peer._tasks import TaskActor, TaskRegistry
 
 from .redis_server import RedisServer
 
-STORES = ("memory", "sqlite", "redis")
+STORES = ("memory", "sqlite", "redis", "postgres")
 OWNER, OTHER = "identity:alice", "identity:bob"
 
 
@@ -38,6 +40,8 @@ async def registry(
     elif kind == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         store = f"{server.url}&lease=2"
+    elif kind == "postgres":
+        store = f"{request.getfixturevalue('postgres_url')}&lease=2"
     reg = TaskRegistry(trio_mcp.TaskLimits(**limits), store=store)
     async with reg.running():
         yield reg

@@ -1,7 +1,9 @@
-"""The task store a URL names: ``memory``, ``sqlite:///...`` or ``redis://...``.
+"""The task store a URL names: ``memory``, ``sqlite:///...``, ``redis://...`` or
+``postgresql://...``.
 
 The one module that knows every store: it imports the SQLite store, and the
-Redis one only when a Redis URL asks for it (coredis is optional).
+Redis and PostgreSQL ones only when a URL asks for them (coredis and psycopg are
+optional).
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ def open_task_store(url: str) -> Any:
       :class:`~._sqlite.SqliteTaskStore`, durable across restarts of one process;
     * ``redis://host:port/db``, ``rediss://...`` or ``unix:///path/to/redis.sock?db=N``
       (query options ``lease=SECONDS``, ``prefix=NAME``): a
-      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra).
+      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra);
+    * ``postgresql://user@host:port/db`` or ``postgres://...``, a unix socket with
+      ``?host=/socket/dir`` (query options ``lease=SECONDS``, ``hint=SECONDS``,
+      ``schema=NAME``, ``pool=N``; the rest goes to libpq): a
+      :class:`~._postgres.PostgresTaskStore` shared by many processes (the
+      ``postgres`` extra).
 
     Raises:
         ValueError: An unknown or unsupported scheme.
-        ImportError: A Redis URL without coredis installed.
+        ImportError: A Redis URL without coredis installed, or a PostgreSQL URL
+            without psycopg.
     """
     scheme, sep, rest = url.partition("://")
     if url == "memory" or (scheme == "memory" and sep):
@@ -43,7 +51,17 @@ def open_task_store(url: str) -> Any:
                 f"a Redis task store ({url!r}) needs coredis: pip install 'trio-mcp[redis]'"
             ) from exc
         return RedisTaskStore(url)
+    if scheme in ("postgresql", "postgres") and sep:
+        # Imported here: psycopg is optional (the ``postgres`` extra).
+        try:
+            from ._postgres import PostgresTaskStore
+        except ImportError as exc:
+            raise ImportError(
+                f"a PostgreSQL task store ({url!r}) needs psycopg:"
+                " pip install 'trio-mcp[postgres]'"
+            ) from exc
+        return PostgresTaskStore(url)
     raise ValueError(
-        f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db'"
-        " or 'redis://host:port/db'"
+        f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db',"
+        " 'redis://host:port/db' or 'postgresql://user@host:port/db'"
     )

@@ -1,0 +1,426 @@
+"""A task store in PostgreSQL, shared by many server processes (:class:`PostgresTaskStore`).
+
+URL: ``postgresql://[user[:password]@][host][:port]/dbname`` or ``postgres://...``;
+a unix socket with ``?host=/path/to/socket/dir``. Store options in the query:
+``lease=SECONDS`` (default 30), ``hint=SECONDS`` (default ``min(2, lease/3)``),
+``schema=NAME`` (default ``trio_mcp``), ``pool=N`` (connections, default 8); any
+other query option goes to libpq (``sslmode``, ``connect_timeout``, ...). Needs
+the ``postgres`` extra (psycopg 3 and psycopg_pool) and PostgreSQL 13 or later.
+
+The tables, their indexes and functions are created on first use in their own
+schema and versioned (:mod:`._postgres_sql`); a schema newer than this code knows
+is refused (:class:`SchemaVersionError`), never silently used. Every operation is
+one statement (one round trip; the atomic ones are PL/pgSQL functions) run off
+the Trio thread (:mod:`._postgres_loops`); hints go through ``LISTEN/NOTIFY``.
+When PostgreSQL cannot be reached every call raises
+:func:`~._shared.store_unavailable` within :attr:`PostgresTaskStore.op_timeout`
+seconds, and the next call after it is back works again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import secrets
+import socket
+import time
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import trio
+
+from .._messages import TaskStatus
+from . import _postgres_sql as pg
+from ._codec import outcome_from_json, outcome_to_json
+from ._postgres_loops import PgCaller, listen, repeat
+from ._shared import (
+    LEASE_LOST_MESSAGE,
+    CapReached,
+    InputAnswer,
+    InputItem,
+    StoreEvents,
+    store_unavailable,
+)
+from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry
+
+if TYPE_CHECKING:
+    from ._shared import SharedTaskStore
+
+log = logging.getLogger("trio_mcp.tasks")
+
+#: Seconds one store call may take before it fails as "unavailable".
+OP_TIMEOUT: Final = 5.0
+DEFAULT_LEASE: Final = 30.0
+DEFAULT_SCHEMA: Final = "trio_mcp"
+DEFAULT_POOL: Final = 8
+#: The most expired rows one purge statement deletes.
+PURGE_BATCH: Final = 500
+#: The most purge statements per sweep period (the rest waits for the next one).
+PURGE_ROUNDS: Final = 20
+_OPTIONS: Final = ("lease", "hint", "schema", "pool")
+
+
+class SchemaVersionError(RuntimeError):
+    """The store's tables were made by a newer trio-mcp than this one (or are unknown)."""
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a store URL into the libpq URL and our options (lease, hint, schema, pool)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"not a PostgreSQL URL: {url!r}")
+    ours: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in _OPTIONS:
+            ours[name] = value
+        else:
+            rest.append((name, value))
+    return urlunsplit(parts._replace(query=urlencode(rest))), ours
+
+
+def _conninfo(libpq_url: str, op_timeout: float) -> str:
+    """The URL with our timeouts: connecting, and every statement on the server."""
+    given = psycopg.conninfo.conninfo_to_dict(libpq_url)
+    extra: dict[str, Any] = {"application_name": given.get("application_name", "trio-mcp")}
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = max(2, math.ceil(op_timeout))
+    timeout = f"-c statement_timeout={math.ceil(op_timeout * 1000)}"
+    extra["options"] = f"{given['options']} {timeout}" if given.get("options") else timeout
+    return psycopg.conninfo.make_conninfo(libpq_url, **extra)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _record(row: Sequence[Any]) -> TaskRecord | None:
+    """The record a ``tasks`` row holds (columns as ``_postgres_sql._COLUMNS``), or
+    ``None`` when it is past its expiry."""
+    task_id, owner, seq, method, status, created, updated, ttl, poll, expires, msg, out = row
+    now_wall = time.time()
+    if expires is not None and expires / 1000 <= now_wall:
+        return None
+    return TaskRecord(
+        task_id=task_id, owner=owner, seq=seq, method=method, status=TaskStatus(status),
+        created_at=created, last_updated_at=updated, ttl=ttl, poll_interval=poll,
+        deadline=trio_deadline(
+            None if expires is None else expires / 1000, now_wall, trio.current_time()
+        ),
+        status_message=msg, outcome=outcome_from_json(out),
+    )  # fmt: skip
+
+
+def _item(key: str, body: str) -> InputItem:
+    value = json.loads(body)
+    return InputItem(key=key, method=value["method"], params=value["params"])
+
+
+def _item_body(item: InputItem) -> str:
+    return json.dumps({"method": item.method, "params": item.params}, ensure_ascii=False)
+
+
+@final
+class PostgresTaskStore:
+    """A :class:`~._shared.SharedTaskStore` in PostgreSQL (see the module for the URL).
+
+    Args:
+        url: ``postgresql://user@host:port/db`` (or ``postgres://``, or
+            ``?host=/socket/dir``), optionally with ``lease=``, ``hint=``,
+            ``schema=`` and ``pool=`` query options.
+        lease_seconds: The lease (overrides the URL's ``lease``; default 30).
+        schema: The PostgreSQL schema of the tables (overrides the URL's; default
+            ``trio_mcp``).
+        instance: This process's id (default: host, pid and a random part).
+
+    Call :meth:`open` first, then keep :meth:`run` running (it renews the
+    lease), and :meth:`aclose` at the end. They may be called from any task.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lease_seconds: float | None = None,
+        schema: str | None = None,
+        instance: str | None = None,
+    ) -> None:
+        self.url = url
+        libpq_url, options = parse_url(url)
+        lease = lease_seconds if lease_seconds is not None else options.get("lease")
+        self.lease_seconds = float(lease) if lease is not None else DEFAULT_LEASE
+        if not self.lease_seconds > 0:
+            raise ValueError(f"the lease must be positive: {self.lease_seconds}")
+        hint = options.get("hint")
+        self.hint_seconds = float(hint) if hint else min(2.0, self.lease_seconds / 3)
+        self.schema = pg.check_schema_name(schema or options.get("schema", DEFAULT_SCHEMA))
+        self.pool_size = int(options.get("pool", DEFAULT_POOL))
+        if self.pool_size < 1:
+            raise ValueError(f"the pool needs at least one connection: {self.pool_size}")
+        self.instance = instance or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self._libpq_url = libpq_url
+        self._lease_ms = math.ceil(self.lease_seconds * 1000)
+        self._q = pg.queries(self.schema)
+        self.op_timeout = OP_TIMEOUT
+        self.purge_batch = PURGE_BATCH
+        self._caller: PgCaller | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresTaskStore({self.url!r}, instance={self.instance!r})"
+
+    # --- calls -------------------------------------------------------------------------
+
+    async def _one(self, name: str, *args: Any) -> Any:
+        """The first row of statement ``name`` (``None`` if none)."""
+        query = self._q[name]
+        return await self._caller_().call(lambda c: c.execute(query, args).fetchone())
+
+    async def _all(self, name: str, *args: Any) -> list[Any]:
+        query = self._q[name]
+        return await self._caller_().call(lambda c: c.execute(query, args).fetchall())
+
+    def _caller_(self) -> PgCaller:
+        caller = self._caller
+        if caller is None:
+            raise store_unavailable("the PostgreSQL store is not open")
+        caller.op_timeout = self.op_timeout
+        return caller
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> bytes:
+        """Connect, create or check the tables, take the lease.
+
+        Returns:
+            The cursor secret every process shares.
+
+        Raises:
+            McpError: PostgreSQL cannot be reached (:func:`~._shared.store_unavailable`).
+            SchemaVersionError: The tables were made by a newer trio-mcp.
+        """
+        if self._caller is not None:
+            raise RuntimeError(f"{self!r} is already open")
+        caller = PgCaller(
+            _conninfo(self._libpq_url, self.op_timeout), self.pool_size, self.op_timeout,
+            f"trio-mcp tasks {self.schema}",
+        )  # fmt: skip
+        await caller.open()
+        self._caller = caller
+        try:
+            secret = await caller.call(self._set_up)
+            await self.renew_lease()
+        except BaseException:
+            self._caller = None
+            await caller.close()
+            raise
+        log.info("%r: open (lease %g s)", self, self.lease_seconds)
+        return bytes.fromhex(secret)
+
+    def _set_up(self, conn: psycopg.Connection[Any]) -> str:
+        """Create the schema (or check its version) and the secret, in one transaction."""
+        q = self._q
+        with conn.transaction():
+            conn.execute(q["lock"])
+            found = conn.execute("SELECT to_regclass(%s)", (f'"{self.schema}".meta',))
+            if found.fetchone()[0] is None:  # type: ignore[index]
+                conn.execute(pg.ddl(self.schema).encode())
+                conn.execute(q["set_version"], (str(pg.SCHEMA_VERSION),))
+            else:
+                row = conn.execute(q["version"]).fetchone()
+                version = None if row is None else row[0]
+                if version != str(pg.SCHEMA_VERSION):
+                    raise SchemaVersionError(
+                        f"the task store's tables in schema {self.schema!r} have version"
+                        f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION}"
+                        " (a newer trio-mcp made them: upgrade, or use another schema=)"
+                    )
+            conn.execute(q["secret"], (secrets.token_hex(16),))
+            secret = conn.execute(q["get_secret"]).fetchone()
+        assert secret is not None
+        return str(secret[0])
+
+    async def aclose(self) -> None:
+        """Fail this process's still-running tasks, release the lease, disconnect."""
+        caller = self._caller
+        if caller is None:
+            return
+        try:
+            with trio.CancelScope(shield=True):
+                failed, _ = await self.sweep(self.instance)
+            if failed:
+                log.warning("%r: closing: %d running task(s) failed", self, failed)
+        except Exception as exc:  # PostgreSQL is down: the lease lapses on its own
+            log.warning("%r: could not release the lease: %s", self, exc)
+        finally:
+            self._caller = None
+            await caller.close()
+
+    async def run(
+        self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
+        lease/3 s, fail dead instances' tasks and delete expired rows every lease/2 s.
+        Survives outages (listens again with backoff). Reports started once listening
+        (or once the first attempt failed: hints then wait for the server)."""
+        caller = self._caller
+        if caller is None:
+            raise RuntimeError(f"{self!r} is not open")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(repeat, self, "renew the lease", self.lease_seconds / 3,
+                               self._keep_lease)  # fmt: skip
+            nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
+                               self._sweep_and_purge)  # fmt: skip
+            await listen(self, caller, pg.channel(self.schema), events, task_status)
+
+    async def _keep_lease(self) -> None:
+        if not await self.renew_lease():
+            log.warning(
+                "%r: our lease had lapsed (PostgreSQL unreachable for over %g s?): other"
+                " processes may have failed the tasks we run", self, self.lease_seconds,
+            )  # fmt: skip
+
+    async def _sweep_and_purge(self) -> None:
+        await self.sweep()
+        for _ in range(PURGE_ROUNDS):
+            if await self.purge() < self.purge_batch:
+                break
+
+    async def renew_lease(self) -> bool:
+        """Take or renew this process's lease; False if it had lapsed (or is new)."""
+        row = await self._one("renew", self.instance, self._lease_ms)
+        return bool(row[0])
+
+    async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
+        """Fail the running tasks of dead instances (or of ``instance``, releasing
+        its lease) with :data:`~._shared.LEASE_LOST_MESSAGE`.
+
+        Returns:
+            How many tasks failed, and which instances were found dead.
+        """
+        failed, dead = await self._one("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        if failed and not instance:
+            log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
+        return int(failed), list(dead)
+
+    async def purge(self) -> int:
+        """Delete up to :attr:`purge_batch` expired records (with their input
+        requests and answers); return how many."""
+        query, args = self._q["purge"], (_now_ms(), self.purge_batch)
+        return await self._caller_().call(lambda c: c.execute(query, args).rowcount)
+
+    # --- records -----------------------------------------------------------------------
+
+    async def create(self, record: TaskRecord, *, max_live: int) -> int:
+        """Store a new record run by this process; return its global seq.
+
+        Raises:
+            CapReached: ``record.owner`` has ``max_live`` live tasks.
+            ValueError: A task with this id exists.
+        """
+        wall = wall_expiry(record.deadline)
+        seq = int((await self._one(
+            "create", record.task_id, record.owner, self.instance, record.status.value,
+            record.created_at, max_live, _now_ms(), self._lease_ms, record.method,
+            record.last_updated_at, record.ttl, record.poll_interval,
+            None if wall is None else round(wall * 1000), record.status_message,
+            outcome_to_json(record.outcome),
+        ))[0])  # fmt: skip
+        if seq == -1:
+            raise CapReached(f"{record.owner!r} has {max_live} live tasks")
+        if seq == -2:
+            raise ValueError(f"task {record.task_id!r} exists")
+        return seq
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record, or ``None`` if unknown or expired."""
+        row = await self._one("get", task_id)
+        return None if row is None else _record(row)
+
+    async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+        """Up to ``limit`` live records of ``owner`` with ``seq > after_seq``, oldest first,
+        and whether more remain."""
+        rows = await self._all("page", owner, after_seq, _now_ms(), limit + 1)
+        records = [r for r in map(_record, rows[:limit]) if r is not None]
+        return records, len(rows) > limit
+
+    async def update(self, record: TaskRecord) -> bool:
+        """Compare and set status, message, updated and outcome while non-terminal."""
+        row = await self._one(
+            "update", record.task_id, record.status.value, record.last_updated_at,
+            record.status_message, outcome_to_json(record.outcome), _now_ms(),
+        )  # fmt: skip
+        return bool(row[0])
+
+    async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
+        """:meth:`update` for each record, in order, in one round trip (one statement)."""
+        if not records:
+            return []
+        row = await self._one(
+            "update_many", [r.task_id for r in records], [r.status.value for r in records],
+            [r.last_updated_at for r in records], [r.status_message for r in records],
+            [outcome_to_json(r.outcome) for r in records], _now_ms(),
+        )  # fmt: skip
+        return [bool(applied) for applied in row[0]]
+
+    async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
+        """Move a non-terminal task to ``cancelled``; return the record after."""
+        row = await self._one("cancel", task_id, message, updated_at, _now_ms())
+        return None if row is None else _record(row)
+
+    async def delete(self, task_id: str) -> None:
+        """Forget a record, its input queue and answers."""
+        query = self._q["delete"]
+        await self._caller_().call(lambda c: c.execute(query, (task_id,)))
+
+    async def terminal_among(self, task_ids: Collection[str]) -> set[str]:
+        """Which of these ids are terminal, expired or gone."""
+        if not task_ids:
+            return set()
+        rows = await self._all("terminal_among", list(task_ids), _now_ms())
+        return {str(row[0]) for row in rows}
+
+    # --- the input_required side channel -------------------------------------------------
+
+    async def push_input(self, task_id: str, item: InputItem) -> None:
+        """Queue a side-channel request of the task (dropped if the task is gone)."""
+        await self._one("push_input", task_id, item.key, _item_body(item), False)
+
+    async def claim_input(self, task_id: str, key: str | None = None) -> InputItem | None:
+        """Take the oldest queued request (or the one with ``key``), atomically."""
+        row = await (
+            self._one("claim_oldest", task_id)
+            if key is None
+            else self._one("claim_key", task_id, key)
+        )
+        return None if row is None else _item(row[0], row[1])
+
+    async def peek_inputs(self, task_id: str) -> list[InputItem]:
+        """The queued requests of the task, oldest first, left in the queue."""
+        return [_item(key, body) for key, body in await self._all("peek_inputs", task_id)]
+
+    async def requeue_input(self, task_id: str, item: InputItem) -> None:
+        """Put a claimed request back at the head of the queue."""
+        await self._one("push_input", task_id, item.key, _item_body(item), True)
+
+    async def answer_input(self, task_id: str, key: str, answer: InputAnswer) -> None:
+        """Store the answer to request ``key`` (dropped if the task is gone)."""
+        body = {"error": answer.error} if answer.error is not None else {"result": answer.result}
+        await self._one("answer_input", task_id, key, json.dumps(body, ensure_ascii=False))
+
+    async def take_answer(self, task_id: str, key: str) -> InputAnswer | None:
+        """Remove and return the answer to request ``key``, if there is one."""
+        row = await self._one("take_answer", task_id, key)
+        if row is None:
+            return None
+        body = json.loads(row[0])
+        return InputAnswer(result=body.get("result"), error=body.get("error"))
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: PostgresTaskStore) -> SharedTaskStore:
+        return store  # mypy checks the class against the protocol

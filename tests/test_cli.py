@@ -211,7 +211,7 @@ def test_cli_call_sampling_asked_on_the_terminal() -> None:
         (["--stdio", SERVER, "echo", "--token", "t"], "--token only applies to --ws or --http"),
         (["--stdio", SERVER, "echo", "--ttl", "5"], "--ttl only applies with --task"),
         (["--ws", "http://127.0.0.1:1/", "echo"], "not a WebSocket URL"),
-        (["--ws", "ws://127.0.0.1:1/", "echo"], "handshake failed"),
+        (["--ws", "ws://127.0.0.1:1/", "echo"], "cannot connect to ws://127.0.0.1:1/: "),
     ],
     ids=["no-command", "unknown-tool", "needs-task", "forbids-task", "args-not-object",
          "args-not-json", "bad-reply", "server-exits", "token-without-ws", "ttl-without-task", "bad-url",

@@ -88,7 +88,9 @@ def test_cli_http_wrong_path_is_refused_with_its_status(http_url: str) -> None:
     proc = run_cli("call", "--http", http_url.replace("/mcp", "/nope"), "--token", TOKEN,
                    "echo", "--args", '{"text": "x"}')
     assert proc.returncode == 2
-    assert one_line_error(proc) == "trio-mcp: the server refused the HTTP connection: HTTP 404"
+    assert one_line_error(proc) == (
+        f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
+        f"trio-mcp serves {http_url})")
 
 
 @pytest.fixture

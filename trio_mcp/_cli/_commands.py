@@ -22,16 +22,18 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from .._errors import RemoteError
+from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError
 from .._util import quiet_interrupted_coroutines
 from ..peer._features import App, Peer
 from ..peer._features._modern_requestor import get_detailed
-from ..peer._messages import CallToolResult, TextContent, to_wire
+from ..peer._messages import CallToolResult, TaskStatus, TextContent, to_wire
 from ..transports._client import is_interrupt
+from ..transports._failures import POST_FAILED
 from ..transports._http_server import serve_http
 from ..transports._stdio import serve_stdio
 from ..transports._websocket_server import serve_websocket
 from ._connect import (
+    EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TOOL_ERROR,
@@ -69,7 +71,14 @@ def run_call(args: argparse.Namespace) -> int:
         with StatusView(args.quiet) as view:
             status, result = trio.run(partial(_call, args, arguments, view, followed))
     except BaseException as exc:
-        if followed.task_id is None or not is_interrupt(exc):
+        if followed.task_id is None:
+            raise
+        lost = connection_lost(exc)
+        if lost is not None:
+            print(f"{PROG}: the connection to the server was lost ({lost}); "
+                  f"{_left_behind(args, followed.task_id, lost=True)}", file=sys.stderr)
+            return EXIT_FAILURE
+        if not is_interrupt(exc):
             raise
         quiet_interrupted_coroutines()
         print(f"{PROG}: interrupted; {_left_behind(args, followed.task_id)}", file=sys.stderr)
@@ -79,20 +88,43 @@ def run_call(args: argparse.Namespace) -> int:
     return status
 
 
-def _left_behind(args: argparse.Namespace, task_id: str) -> str:
-    """What became of a task the CLI stopped following."""
+def connection_lost(exc: BaseException) -> str | None:
+    """Why the connection was lost, if ``exc`` (or one inside its group) says it was.
+
+    Over HTTP a request whose POST could not be made is answered locally with
+    a -32603 that begins with :data:`POST_FAILED`: the server did not answer.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = connection_lost(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, RemoteError) and exc.code == INTERNAL_ERROR and (
+        exc.message.startswith(POST_FAILED)
+    ):
+        return exc.message.removeprefix(POST_FAILED).lstrip(": ") or "the POST failed"
+    if isinstance(exc, ConnectionClosed):
+        return str(exc) or "closed"
+    return None
+
+
+def _left_behind(args: argparse.Namespace, task_id: str, *, lost: bool = False) -> str:
+    """What became of a task the CLI stopped following (``lost``: the connection was)."""
     option, target = target_option(args)
     if option == "--stdio":
         return f"task {task_id} stopped with the server process"
+    runs = ("may still run on the server (if it was not restarted)" if lost
+            else "keeps running on the server")
     if args.token is None:
         closed = "connection" if option == "--ws" else "session"
-        return (f"task {task_id} keeps running on the server, bound to the closed "
+        return (f"task {task_id} {runs}, bound to the closed "
                 f"{closed} (without --token nobody can fetch its result)")
     if args.era in (None, "2025-11-25"):
-        return (f"task {task_id} keeps running on the server; fetch its result with: "
+        return (f"task {task_id} {runs}; fetch its result with: "
                 f"{PROG} tasks {option} {target} --token TOKEN result {task_id}")
     # 2026-07-28 has no tasks/result: tasks/get shows the result once completed.
-    return (f"task {task_id} keeps running on the server; see its state and result with: "
+    return (f"task {task_id} {runs}; see its state and result with: "
             f"{PROG} tasks {option} {target} --token TOKEN --era {args.era} get {task_id}")
 
 
@@ -197,7 +229,8 @@ def run_tasks(args: argparse.Namespace) -> int:
     """``trio-mcp tasks``: list, get, fetch the result of, or cancel tasks."""
     with StatusView(args.quiet) as view:
         status, output = trio.run(partial(_tasks, args, view))
-    print(json.dumps(output, indent=2, ensure_ascii=False))
+    if output is not None:
+        print(json.dumps(output, indent=2, ensure_ascii=False))
     return status
 
 
@@ -209,16 +242,38 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                 return await _modern_tasks(peer, args.action, getattr(args, "task_id", None))
             match args.action:
                 case "list":
+                    if args.token is None:
+                        view.note("without --token only this connection's tasks are listed: "
+                                  "tasks created without a token were bound to the connection "
+                                  "or session that created them and closed with it")
                     return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
                 case "get":
                     return EXIT_OK, to_wire(await peer.get_task(args.task_id))
                 case "cancel":
                     return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
                 case _:
-                    result = await peer.task_result(args.task_id)
+                    try:
+                        result = await peer.task_result(args.task_id)
+                    except RemoteError as exc:
+                        return await _task_ended_without_result(peer, args.task_id, exc)
                     failed = result.get("isError") is True
                     return (EXIT_TOOL_ERROR if failed else EXIT_OK), result
     raise CliError(f"no answer to tasks/{args.action} within --timeout {args.timeout:g} s")
+
+
+async def _task_ended_without_result(
+    peer: Peer, task_id: str, error: RemoteError
+) -> tuple[int, None]:
+    """``tasks result`` answered with an error: exit 1 for a failed or cancelled task (the
+    exit table), else the error stands (an unknown id is 2)."""
+    try:
+        task = await peer.get_task(task_id)
+    except RemoteError:
+        raise error from None
+    if task.status not in (TaskStatus.FAILED, TaskStatus.CANCELLED):
+        raise error
+    print(f"{PROG}: task {task.status.value}: {error.message}", file=sys.stderr)
+    return EXIT_TOOL_ERROR, None
 
 
 async def _modern_tasks(peer: Peer, action: str, task_id: str | None) -> tuple[int, Any]:

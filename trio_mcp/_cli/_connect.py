@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any, Final, final
 
-import httpx
 import trio
 
 from .. import __version__
@@ -144,10 +143,6 @@ async def _connect_http(
             if connected:
                 raise
             raise CliError(f"cannot connect: {exc}") from exc
-        except httpx.TransportError as exc:
-            if connected:
-                raise
-            raise CliError(f"cannot connect to {url}: {exc or type(exc).__name__}") from None
         except RemoteError as exc:
             if connected or exc.code != METHOD_NOT_FOUND:
                 raise

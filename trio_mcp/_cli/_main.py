@@ -30,6 +30,7 @@ from .. import __version__
 from .._errors import (
     METHOD_NOT_FOUND,
     ConnectionClosed,
+    ConnectionFailed,
     LocalUsageError,
     RemoteError,
     RemoteProtocolError,
@@ -38,6 +39,7 @@ from .._errors import (
 from .._util import quiet_interrupted_coroutines
 from ..peer._messages import LOGGING_LEVELS
 from ..transports._client import INIT_TIMEOUT, is_interrupt
+from ..transports._failures import endpoint_hint
 from ._commands import (
     EXAMPLE_SERVER,
     run_call,
@@ -424,6 +426,16 @@ def describe_error(exc: BaseException) -> str | None:
             return not_a_server("the other side", exc)
         case RemoteError():
             return f"the server answered with an error: {exc.message} (code {exc.code})"
+        case ConnectionFailed(url=str() as url, status_code=int() as status):
+            kind = "WebSocket" if url.startswith("ws") else "HTTP"
+            hint = ""
+            if status == 401:
+                hint = " (a missing or unknown --token?)"
+            elif status == 404 and (endpoint := endpoint_hint(url)) is not None:
+                hint = f" (is the path right? trio-mcp serves {endpoint})"
+            return f"the server refused the {kind} connection: HTTP {status}{hint}"
+        case ConnectionFailed(url=str() as url) if url.startswith(("ws", "http")):
+            return str(exc)  # cannot connect to URL: why
         case ConnectionClosed():
             return f"connection closed: {exc}"
         case RemoteProtocolError():

@@ -31,11 +31,12 @@ from typing import Final
 
 import trio
 
-from .._errors import HandshakeTimeout
+from .._errors import ConnectionClosed, ConnectionFailed, HandshakeTimeout
 from .._util import interrupt_wins as interrupt_wins
 from .._util import is_interrupt as is_interrupt
 from ..peer import App, Implementation, MessageBus, Peer, Role, open_peer
 from ..peer._features._modern_client import ERAS
+from ._failures import ended_early
 
 #: Seconds a server has to answer ``initialize``, by default.
 INIT_TIMEOUT: Final = 30.0
@@ -108,8 +109,9 @@ async def open_client_peer(
 
     Raises:
         ValueError: An unknown ``era``.
-        ConnectionClosed: The server did not answer ``initialize`` in time
-            (the message says so), or the connection ended first.
+        ConnectionFailed: The server did not answer ``initialize`` in time
+            (:class:`~trio_mcp.HandshakeTimeout`), or the connection ended
+            first (the :class:`ConnectionClosed` as ``__cause__``).
         RemoteError, RemoteProtocolError: The server refused the handshake
             (:class:`~trio_mcp.UnsupportedProtocolVersion` and the other
             typed errors for the modern codes).
@@ -122,13 +124,19 @@ async def open_client_peer(
     timed_out = f"the server did not answer initialize within {init_timeout or 0:g} s"
     started = False
     with trio.CancelScope(deadline=deadline) as scope:
-        async with open_peer(
-            app, bus, Role.CLIENT, client_info=client_info, era=era
-        ) as peer:
-            if scope.cancel_called:  # the deadline passed as the handshake ended
-                raise InitializeTimeout(timed_out)
-            scope.deadline = math.inf
-            started = True
-            yield peer
+        try:
+            async with open_peer(
+                app, bus, Role.CLIENT, client_info=client_info, era=era
+            ) as peer:
+                if scope.cancel_called:  # the deadline passed as the handshake ended
+                    raise InitializeTimeout(timed_out)
+                scope.deadline = math.inf
+                started = True
+                yield peer
+        except ConnectionClosed as exc:
+            if started or isinstance(exc, ConnectionFailed):
+                raise
+            where = bus.info.get("server_key") or bus.info.get("command") or "the server"
+            raise ended_early(str(where), exc) from exc
     if not started:  # this scope cancelled the handshake
         raise InitializeTimeout(timed_out)

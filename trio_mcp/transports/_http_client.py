@@ -56,6 +56,7 @@ from ..peer._messages import (
     Response,
 )
 from ._client import DEFAULT_ERA, INIT_TIMEOUT, check_era, open_client_peer, server_key
+from ._failures import POST_FAILED, http_failure
 from ._http_posts import DEFAULT_RETRY_MS, MAX_RECONNECTS, HttpPosts, encode
 from ._mcp_headers import filter_tools
 from ._sse import SSEParser
@@ -191,11 +192,12 @@ class _HttpClientTransport(HttpPosts):
         try:
             response = await self._open("POST", body=encode(msg))
         except httpx.HTTPError as exc:
-            log.warning("POST to %s failed: %s", self.url, exc)
+            # The request's caller gets the error (below); nothing on stderr.
+            log.debug("POST to %s failed: %s", self.url, exc)
             if request_id is not None:
                 if msg is self._init:
                     self.fatal = exc
-                await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
+                await self._fail(request_id, f"{POST_FAILED}: {exc}")
             return
         try:
             await self._handle(msg, response, retried, session_id)
@@ -420,11 +422,13 @@ async def open_http_client(
 
     Raises:
         ValueError: A token that cannot be a header, or an unknown ``era``.
-        httpx.HTTPStatusError: The server refused the ``initialize`` or the
-            ``server/discover`` (401 without a valid token, 403 for a refused
-            Origin or Host...) without a JSON-RPC error.
-        httpx.TransportError: The server could not be reached.
-        HandshakeTimeout: No answer to ``initialize`` within ``init_timeout``.
+        ConnectionFailed: The server could not be reached (the
+            ``httpx.TransportError`` as ``__cause__``), or refused the
+            ``initialize`` or the ``server/discover`` without a JSON-RPC error
+            (``status_code`` 401 without a valid token, 403 for a refused
+            Origin or Host, 404 on a wrong path...; also an
+            ``httpx.HTTPStatusError``), or did not answer ``initialize``
+            within ``init_timeout`` (:class:`~trio_mcp.HandshakeTimeout`).
         RemoteError, ConnectionClosed: The MCP handshake failed
             (:class:`~trio_mcp.UnsupportedProtocolVersion` and the other typed
             errors for the modern codes).
@@ -452,9 +456,9 @@ async def open_http_client(
                         app, bus, client_info=client_info, init_timeout=init_timeout, era=era
                     ) as peer:
                         yield peer
-                except (ConnectionClosed, RemoteError) as exc:
+                except (ConnectionClosed, RemoteError):
                     if transport.fatal is not None:
-                        raise transport.fatal from exc
+                        raise http_failure(url, transport.fatal) from transport.fatal
                     raise
                 finally:
                     with trio.CancelScope(shield=True):

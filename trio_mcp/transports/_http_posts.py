@@ -14,6 +14,7 @@ import trio
 
 from ..peer import Message, decode_message, encode_for_wire
 from ..peer._messages import ErrorData, ErrorResponse, Notification, Request, RequestId
+from ._failures import POST_FAILED
 from ._mcp_headers import param_headers, standard_headers
 from ._sse import SSEParser
 
@@ -68,9 +69,12 @@ class HttpPosts:
                 try:
                     response = await self._open("POST", body=encode(msg), modern=(msg, version))
                 except httpx.HTTPError as exc:
-                    log.warning("POST to %s failed: %s", self.url, exc)
+                    # The request's caller gets the error (below); nothing on stderr.
+                    log.debug("POST to %s failed: %s", self.url, exc)
+                    if isinstance(msg, Request) and msg.method == "server/discover":
+                        self.fatal = exc  # the era's first request: the connection failed
                     if request_id is not None:
-                        await self._fail(request_id, f"Streamable HTTP: the POST failed: {exc}")
+                        await self._fail(request_id, f"{POST_FAILED}: {exc}")
                     return
                 try:
                     await self._handle(msg, response, True, None)
@@ -96,7 +100,7 @@ class HttpPosts:
             and not isinstance(item, ErrorResponse)
         ):
             self.fatal = error
-        log.warning("%s", error)
+        log.debug("%s", error)  # the caller gets the error
         if not isinstance(msg, Request):
             return
         data: Any = {"httpStatus": response.status_code}

@@ -230,10 +230,12 @@ async def open_stdio_client(
     Raises:
         ValueError: An unknown ``era``.
         OSError: The command could not be started.
-        RemoteError, ConnectionClosed: The handshake failed (e.g. the server
-            exited at once). ``ConnectionClosed`` also when the server did
-            not answer ``initialize`` within ``init_timeout`` seconds (the
-            server is then stopped as on exit).
+        ConnectionFailed: The server went away before the handshake ended
+            (e.g. it exited at once; the :class:`ConnectionClosed` as
+            ``__cause__``), or did not answer ``initialize`` within
+            ``init_timeout`` seconds (:class:`~trio_mcp.HandshakeTimeout`;
+            the server is then stopped as on exit).
+        RemoteError: The server refused the handshake.
 
     Cancellation: cancelling the handshake or the block stops the server
         as on exit (stdin closed, SIGTERM, SIGKILL), shielded, so it takes

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import trio
 import trio_websocket
 
+from .._errors import ConnectionFailed
 from .._util import unwrap_group
 from ..peer import App, Implementation, Peer
 from ._client import (
@@ -25,6 +26,7 @@ from ._client import (
     open_client_peer,
     server_key,
 )
+from ._failures import websocket_failure
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -97,14 +99,15 @@ async def open_websocket_client(
 
     Raises:
         ValueError: A bad URL or ``era``, or a token/origin that cannot be a header.
-        trio_websocket.ConnectionRejected: The server refused the handshake
-            (``status_code`` 401 for a missing or unknown token, 403 for a
-            refused origin).
-        trio_websocket.HandshakeError: The connection could not be opened
-            (``ConnectionTimeout`` after :data:`HANDSHAKE_TIMEOUT` seconds).
-        RemoteError, ConnectionClosed: The MCP handshake failed;
-            ``ConnectionClosed`` also when the server did not answer
-            ``initialize`` within ``init_timeout`` seconds.
+        ConnectionFailed: The connection could not be opened (the
+            ``OSError`` or ``trio_websocket.HandshakeError`` as ``__cause__``;
+            a ``ConnectionTimeout`` after :data:`HANDSHAKE_TIMEOUT` seconds),
+            the server refused the handshake (``status_code`` 401 for a
+            missing or unknown token, 403 for a refused origin; also a
+            ``trio_websocket.ConnectionRejected``), or the server did not
+            answer ``initialize`` within ``init_timeout`` seconds
+            (:class:`~trio_mcp.HandshakeTimeout`).
+        RemoteError, ConnectionClosed: The MCP handshake failed.
 
     Cancellation: cancelling the block closes the TCP connection at once,
         without a closing handshake. A Ctrl-C arrives as a plain
@@ -134,28 +137,33 @@ async def open_websocket_client(
             else:
                 stream = await trio.open_tcp_stream(host, port)
         except OSError as exc:
-            raise trio_websocket.HandshakeError(f"cannot connect to {url}: {exc}") from exc
+            raise websocket_failure(url, exc) from exc
     if connect_scope.cancelled_caught:
-        raise trio_websocket.ConnectionTimeout(f"cannot connect to {url}: timed out")
+        timeout = trio_websocket.ConnectionTimeout(f"cannot connect to {url}: timed out")
+        raise websocket_failure(url, timeout) from timeout
     try:
         with interrupt_wins(), unwrap_group():
             async with trio.open_nursery() as nursery:
                 connection: trio_websocket.WebSocketConnection | None = None
                 with trio.move_on_after(HANDSHAKE_TIMEOUT):
-                    connection = await trio_websocket.wrap_client_stream(
-                        nursery,
-                        stream,
-                        host_header,
-                        resource,
-                        subprotocols=[SUBPROTOCOL],
-                        extra_headers=headers,
-                        max_message_size=max_message_size,
-                        receive_buffer_size=RECEIVE_BUFFER_SIZE,
-                    )
+                    try:
+                        connection = await trio_websocket.wrap_client_stream(
+                            nursery,
+                            stream,
+                            host_header,
+                            resource,
+                            subprotocols=[SUBPROTOCOL],
+                            extra_headers=headers,
+                            max_message_size=max_message_size,
+                            receive_buffer_size=RECEIVE_BUFFER_SIZE,
+                        )
+                    except trio_websocket.HandshakeError as exc:
+                        raise websocket_failure(url, exc) from exc
                 if connection is None:
-                    raise trio_websocket.ConnectionTimeout(
+                    timeout = trio_websocket.ConnectionTimeout(
                         f"{url} did not complete the WebSocket handshake"
                     )
+                    raise websocket_failure(url, timeout) from timeout
                 bus, done = _start_transport(connection, nursery, None)
                 bus.info["server_key"] = server_key(url)
                 try:
@@ -166,5 +174,10 @@ async def open_websocket_client(
                         yield peer
                 finally:
                     await _stop_transport(bus, done, nursery)
+    except trio_websocket.HandshakeError as exc:
+        if isinstance(exc, ConnectionFailed):
+            raise
+        # A refusal comes from trio-websocket's reader task, out of the nursery.
+        raise websocket_failure(url, exc) from exc
     finally:
         await trio.aclose_forcefully(stream)

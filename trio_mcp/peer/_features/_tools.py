@@ -16,6 +16,7 @@ from ..._errors import (
     METHOD_NOT_FOUND,
     LocalUsageError,
     McpError,
+    RemoteError,
 )
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
@@ -232,7 +233,10 @@ class Tools(PeerCore):
         Raises:
             LocalUsageError: The tool (as last listed) requires a task
                 (2025-11-25; in 2026-07-28 the server makes that task).
-            RemoteError: A protocol error (unknown tool, bad params...);
+            RemoteError: A protocol error (unknown tool, bad params...); a
+                tool that requires a task but was not listed yet (no local
+                check) is the server's -32601 with the same hint
+                ("use call_tool_task()");
                 2026-07-28: :class:`~trio_mcp.TaskFailed` when the task the
                 server made failed with a JSON-RPC error.
             ConnectionClosed: The connection closed first.
@@ -255,7 +259,18 @@ class Tools(PeerCore):
                 f"tool {name!r} requires task-augmented execution: use call_tool_task()"
             )
         params = CallToolParams(name=name, arguments=arguments)
-        return await self.request("tools/call", params, CallToolResult, progress=progress)
+        try:
+            return await self.request("tools/call", params, CallToolResult, progress=progress)
+        except RemoteError as exc:
+            if exc.code != METHOD_NOT_FOUND or not task_capability(
+                self.remote_server_capabilities, "tools/call"
+            ):
+                raise
+            # Not listed yet (no local check): the server refused a plain call of a
+            # tool that requires a task. The same hint as the local check.
+            raise RemoteError(
+                exc.code, f"{exc.message}: use call_tool_task()", exc.data
+            ) from exc
 
     async def call_tool_task(
         self,

@@ -110,6 +110,12 @@ class TaskHandle(Generic[R]):
         """The task's id (chosen by the receiver)."""
         return self.task.task_id
 
+    def __repr__(self) -> str:
+        """The task's id and last seen status (no private state)."""
+        result = getattr(self.result_type, "__name__", repr(self.result_type))
+        return (f"TaskHandle(task_id={self.task_id!r}, status={self.task.status.value!r}, "
+                f"result_type={result})")
+
     def _observe(self, task: Task) -> None:
         if task.task_id != self.task_id:
             # Adopting it would silently make this handle follow another task.

@@ -1,6 +1,6 @@
-"""One server process of a cluster sharing a Redis task store, for the cluster tests.
+"""One server process of a cluster sharing a task store (Redis, PostgreSQL), for the cluster tests.
 
-Usage: ``python tests/cluster_server.py REDIS_URL`` prints ``serving on URL`` on
+Usage: ``python tests/cluster_server.py STORE_URL`` prints ``serving on URL`` on
 stderr. Tokens: ``alice`` -> identity alice, ``bob`` -> bob, ``tN`` -> user-N.
 """
 

@@ -1,4 +1,6 @@
-"""Three server processes sharing one real Redis: tasks live in the store, not in a process.
+"""Three server processes sharing one real store: tasks live in the store, not in a process.
+
+Each test runs on a private Redis and on a private PostgreSQL (``shared_store``).
 
 The issue's cluster test: one identity, clients connected to different processes;
 create on A, get/result on B, cancel from C stops the work on A (the tool observes
@@ -49,6 +51,14 @@ def _store(redis: str, tmp_path: Path) -> str:
     return f"{redis}{sep}lease={LEASE}&prefix=t{tmp_path.name[-12:]}"
 
 
+@pytest.fixture(params=["redis", "postgres"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
+    if request.param == "redis":
+        return _store(request.getfixturevalue("redis_url"), tmp_path)
+    return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
+
+
 def answering_client(ok: bool) -> trio_mcp.App:
     app = trio_mcp.App("answering-client")
 
@@ -62,9 +72,9 @@ def answering_client(ok: bool) -> trio_mcp.App:
 
 
 async def test_cluster_create_on_a_result_on_b_cancel_from_c_reaches_the_work_on_a(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
-    async with cluster(_store(redis_url, tmp_path)) as [(_, a, pid_a), (_, b, pid_b), (_, c, _)]:
+    async with cluster(shared_store) as [(_, a, pid_a), (_, b, pid_b), (_, c, _)]:
         async with (
             trio_mcp.open_websocket_client(a, token="alice") as on_a,
             trio_mcp.open_websocket_client(b, token="alice") as on_b,
@@ -119,9 +129,9 @@ async def test_cluster_create_on_a_result_on_b_cancel_from_c_reaches_the_work_on
 
 
 async def test_cluster_input_required_is_answered_through_another_process(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
-    async with cluster(_store(redis_url, tmp_path), 2) as [(_, a, pid_a), (_, b, _)]:
+    async with cluster(shared_store, 2) as [(_, a, pid_a), (_, b, _)]:
         async with trio_mcp.open_websocket_client(a, answering_client(False), token="alice") as on_a:
             handle = await on_a.call_tool_task("approve", {"question": "ship it?"})
         # A's connection is gone; the requestor comes back on B and collects the result.
@@ -133,9 +143,9 @@ async def test_cluster_input_required_is_answered_through_another_process(
 
 
 async def test_cluster_sigkill_fails_the_dead_process_tasks_once_its_lease_lapses(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
-    store = _store(redis_url, tmp_path)
+    store = shared_store
     async with server(store) as (proc_a, a, _), server(store) as (_, b, _):
         async with trio_mcp.open_websocket_client(a, token="alice") as on_a:
             running = await on_a.call_tool_task("forever", {"marker": str(tmp_path / "m")})
@@ -159,10 +169,10 @@ async def test_cluster_sigkill_fails_the_dead_process_tasks_once_its_lease_lapse
 
 
 async def test_cluster_20_clients_x_100_tasks_none_lost_duplicated_or_foreign(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
     clients, per_client, identities = 20, 100, 4
-    async with cluster(_store(redis_url, tmp_path)) as servers:
+    async with cluster(shared_store) as servers:
         urls = [url for _, url, _ in servers]
         created: dict[int, list[tuple[str, str]]] = {n: [] for n in range(identities)}
         results: dict[str, str] = {}

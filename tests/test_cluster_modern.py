@@ -1,4 +1,5 @@
-"""The tasks extension (2026-07-28) across three server processes sharing one real Redis.
+"""The tasks extension (2026-07-28) across three server processes sharing one real store
+(Redis and PostgreSQL: ``shared_store``).
 
 The issue's cluster test, on the modern wire (raw JSON-RPC over WebSocket, one
 identity, each request with its own ``_meta``): a task created on A, its
@@ -19,7 +20,9 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from .test_cluster import _store, cluster, server
+from .test_cluster import cluster, server, shared_store
+
+__all__ = ["shared_store"]  # the fixture, imported
 
 TASKS = "io.modelcontextprotocol/tasks"
 META = {
@@ -68,10 +71,10 @@ async def until(peer: Raw, task_id: str, *statuses: str) -> dict[str, Any]:
 
 
 async def test_cluster_modern_created_on_a_answered_on_b_read_on_c(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
     """SEP-2663: tasks/get, tasks/update and tasks/cancel work from any process of the deployment."""
-    async with cluster(_store(redis_url, tmp_path)) as [(_, a, pid_a), (_, b, _), (_, c, _)]:
+    async with cluster(shared_store) as [(_, a, pid_a), (_, b, _), (_, c, _)]:
         async with raw(a) as on_a, raw(b) as on_b, raw(c) as on_c:
             created = await on_a.call("tools/call", {"name": "approve", "arguments": {
                 "question": "ship it?"}})
@@ -103,10 +106,10 @@ async def test_cluster_modern_created_on_a_answered_on_b_read_on_c(
 
 
 async def test_cluster_modern_sigkill_fails_the_running_task_within_the_lease(
-    redis_url: str, tmp_path: Path
+    shared_store: str, tmp_path: Path
 ) -> None:
     """A process that dies takes no task with it: its running task becomes failed."""
-    store = _store(redis_url, tmp_path)
+    store = shared_store
     async with server(store) as (proc_a, a, _), server(store) as (_, b, _):
         async with raw(a) as on_a:
             running = await on_a.call("tools/call", {"name": "forever", "arguments": {

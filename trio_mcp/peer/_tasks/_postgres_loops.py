@@ -43,7 +43,7 @@ BACKOFF_MAX: Final = 5.0
 def unavailable_reason(exc: BaseException) -> str | None:
     """Why ``exc`` means PostgreSQL cannot serve now, or ``None`` for another error."""
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError | OSError):
-        return f"{type(exc).__name__}: {str(exc).strip() or type(exc).__name__}"
+        return f"{type(exc).__name__}: {' '.join(str(exc).split()) or type(exc).__name__}"
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):  # a standby
         return f"PostgreSQL: {str(exc).strip()}"
     return None
@@ -74,6 +74,9 @@ class PgCaller:
         Raises:
             McpError: The server cannot be reached within ``op_timeout``.
         """
+        # One connection first: an unreachable server fails now, with libpq's reason
+        # (the pool would only say that it timed out).
+        await self._in_thread(lambda: psycopg.connect(self.conninfo).close())
         pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             self.conninfo, min_size=1, max_size=self.size, open=False, name=self.name,
             timeout=self.op_timeout, kwargs={"autocommit": True}, reconnect_timeout=60.0,
@@ -129,12 +132,21 @@ class PgCaller:
         # Idle connections broken by a server restart fail at once: try the next
         # (the pool replaces each broken one it gets back).
         for attempt in range(self.size + 1):
-            with pool.connection(timeout=self.op_timeout) as conn:
-                try:
-                    return job(conn)
-                except psycopg.OperationalError:
-                    if not conn.broken or attempt == self.size:
-                        raise
+            try:
+                conn = pool.getconn(timeout=self.op_timeout / 2)
+            except psycopg_pool.PoolTimeout:
+                # Why: the server is down (libpq's reason), or every connection is busy.
+                psycopg.connect(self.conninfo).close()
+                raise psycopg_pool.PoolTimeout(
+                    f"all {self.size} connections busy for {self.op_timeout / 2:g} s"
+                ) from None
+            try:
+                return job(conn)  # autocommit: one statement, one transaction
+            except psycopg.OperationalError:
+                if not conn.broken or attempt == self.size:
+                    raise
+            finally:
+                pool.putconn(conn)
         raise AssertionError("unreachable")
 
     async def check(self) -> None:

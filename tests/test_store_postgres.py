@@ -1,0 +1,528 @@
+"""The PostgreSQL task store against a real, private PostgreSQL server.
+
+Two :class:`PostgresTaskStore` objects on one database stand for two server processes.
+What every store must do is in tests/test_store_contract.py; here is what is specific:
+URLs, the versioned schema, records and their compare-and-set writes, the cap across
+processes, the input queue, hints through LISTEN/NOTIFY, leases, the purge of expired
+rows in bounded batches, and an outage of the server.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp import McpError, TaskRegistry
+from trio_mcp.peer._messages import ErrorData, TaskStatus
+from trio_mcp.peer._tasks._shared import (
+    LEASE_LOST_MESSAGE,
+    CapReached,
+    InputAnswer,
+    InputItem,
+    SharedTaskStore,
+)
+from trio_mcp.peer._tasks._store import TaskRecord, now_iso
+
+from .postgres_server import PostgresServer, require_postgres
+
+
+def _store(url: str, **kwargs: Any) -> Any:
+    from trio_mcp.peer._tasks._postgres import PostgresTaskStore
+
+    return PostgresTaskStore(url, **kwargs)
+
+
+def _record(task_id: str, owner: str = "alice", *, ttl: int | None = 60_000) -> TaskRecord:
+    now = now_iso()
+    deadline = math.inf if ttl is None else trio.current_time() + ttl / 1000
+    return TaskRecord(
+        task_id=task_id, owner=owner, seq=0, method="tools/call", status=TaskStatus.WORKING,
+        created_at=now, last_updated_at=now, ttl=ttl, poll_interval=250, deadline=deadline,
+    )  # fmt: skip
+
+
+class Hints:
+    """A StoreEvents that records hints and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, str]] = []
+        self._changed = trio.Event()
+
+    def on_hint(self, kind: str, task_id: str) -> None:
+        self.got.append((kind, task_id))
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, hint: tuple[str, str], timeout: float = 5.0) -> None:
+        with trio.fail_after(timeout):
+            while hint not in self.got:
+                await self._changed.wait()
+
+
+@asynccontextmanager
+async def opened(url: str, *, run: bool = True, **kwargs: Any) -> AsyncIterator[tuple[Any, Hints]]:
+    """An open store (with its background run unless ``run=False``) and its hints."""
+    store = _store(url, **kwargs)
+    hints = Hints()
+    await store.open()
+    try:
+        async with trio.open_nursery() as nursery:
+            if run:
+                await nursery.start(store.run, hints)
+            yield store, hints
+            nursery.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+
+
+def _sql(url: str, query: str, *args: Any) -> list[Any]:
+    """Run one statement on the store's database (a test's side door)."""
+    import psycopg
+
+    from trio_mcp.peer._tasks._postgres import parse_url
+
+    with psycopg.connect(parse_url(url)[0], autocommit=True) as conn:
+        cur = conn.execute(query.encode(), args)
+        return cur.fetchall() if cur.description else []
+
+
+async def _eventually(check: Callable[[], Any], timeout: float) -> None:
+    with trio.fail_after(timeout):
+        for _ in iter(int, 1):  # until check() holds
+            if await check():
+                return
+            await trio.sleep(0.05)
+
+
+# --- URLs and the schema -----------------------------------------------------------------
+
+
+def test_postgres_urls() -> None:
+    require_postgres()
+    from trio_mcp.peer._tasks._open import open_task_store
+    from trio_mcp.peer._tasks._postgres import PostgresTaskStore, parse_url
+
+    store = open_task_store("postgresql://app@db.internal:6543/tasks?lease=1.5&sslmode=require")
+    assert isinstance(store, PostgresTaskStore) and isinstance(store, SharedTaskStore)
+    assert (store.lease_seconds, store.hint_seconds, store.schema, store.pool_size) == (
+        1.5, 0.5, "trio_mcp", 8,
+    )  # fmt: skip
+    assert store._libpq_url == "postgresql://app@db.internal:6543/tasks?sslmode=require"
+    sock = open_task_store("postgres://u@/db?host=/run/postgresql&schema=app_1&pool=3&hint=0.2")
+    assert (sock.schema, sock.pool_size, sock.hint_seconds, sock.lease_seconds) == (
+        "app_1", 3, 0.2, 30.0,
+    )  # fmt: skip
+    assert parse_url("postgres://u@/db?host=/run/postgresql&lease=2") == (
+        "postgres://u@/db?host=%2Frun%2Fpostgresql", {"lease": "2"},
+    )  # fmt: skip
+    own = PostgresTaskStore("postgresql:///db?lease=9", lease_seconds=2, schema="s", instance="me")
+    assert (own.lease_seconds, own.schema, own.instance) == (2, "s", "me")
+    for bad in ("postgresql:///db?lease=0", "postgresql:///db?schema=a-b", "postgresql:///db?pool=0",
+                'postgresql:///db?schema=x";drop', "redis://h/0"):  # fmt: skip
+        with pytest.raises(ValueError):
+            PostgresTaskStore(bad)
+
+
+def test_postgres_url_without_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trio_mcp.peer._tasks._open import open_task_store
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.delitem(sys.modules, "trio_mcp.peer._tasks._postgres", raising=False)
+    monkeypatch.delitem(sys.modules, "trio_mcp.peer._tasks._postgres_loops", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'trio-mcp\[postgres\]'"):
+        open_task_store("postgresql://localhost/tasks")
+
+
+async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
+    from trio_mcp.peer._tasks._postgres import SchemaVersionError
+
+    async with opened(postgres_url, run=False) as (store, _):
+        await store.create(_record("t-1"), max_live=10)
+    # made on first use, with its version row; a second open keeps it
+    assert _sql(postgres_url, "SELECT value FROM trio_mcp.meta WHERE key = 'schema_version'") == [
+        ("1",)
+    ]
+    async with opened(postgres_url, run=False) as (store, _):
+        assert (await store.get("t-1")).task_id == "t-1"
+    # a newer trio-mcp migrated the tables: this one refuses them, and changes nothing
+    _sql(postgres_url, "UPDATE trio_mcp.meta SET value = '2' WHERE key = 'schema_version'")
+    newer = _store(postgres_url)
+    with pytest.raises(SchemaVersionError, match=r"version '2'; this trio-mcp knows version 1"):
+        await newer.open()
+    assert _sql(postgres_url, "SELECT count(*) FROM trio_mcp.tasks") == [(1,)]
+    assert _sql(postgres_url, "SELECT value FROM trio_mcp.meta WHERE key = 'schema_version'") == [
+        ("2",)
+    ]
+    # ... and so does a server started on it
+    reg = TaskRegistry(store=postgres_url)
+    with pytest.raises(SchemaVersionError):
+        async with reg.running():
+            raise AssertionError("started on a newer schema")
+    # another schema of the same database is independent
+    async with opened(postgres_url, run=False, schema="other") as (store, _):
+        assert await store.get("t-1") is None
+
+
+# --- records -----------------------------------------------------------------------------
+
+
+async def test_postgres_records_round_trip(postgres_url: str) -> None:
+    async with opened(postgres_url, run=False) as (store, _):
+        assert await store.get("nope") is None
+        assert await store.create(_record("t-forever", ttl=None), max_live=10) == 1
+        got = await store.get("t-forever")
+        assert got.deadline == math.inf and got.ttl is None and got.status is TaskStatus.WORKING
+
+        record = _record("t-1")
+        record.status_message = "starting"
+        assert await store.create(record, max_live=10) == 2
+        assert await store.create(record, max_live=10) == 2  # retried after a lost reply
+        got = await store.get("t-1")
+        assert (got.task_id, got.owner, got.seq, got.method, got.status) == (
+            "t-1", "alice", 2, "tools/call", TaskStatus.WORKING,
+        )  # fmt: skip
+        assert (got.created_at, got.last_updated_at, got.ttl, got.poll_interval) == (
+            record.created_at, record.last_updated_at, 60_000, 250,
+        )  # fmt: skip
+        assert got.status_message == "starting" and got.outcome is None
+        assert got.deadline == pytest.approx(record.deadline, abs=0.05)
+
+        record.status, record.status_message = TaskStatus.COMPLETED, None
+        record.last_updated_at = now_iso()
+        record.outcome = {"x": 0.1 + 0.2, "big": 2**70, "s": "é\u2028\x00"[:2]}
+        assert await store.update(record) is True
+        assert await store.update(record) is True  # the same write, retried: applied
+        got = await store.get("t-1")
+        assert got.status is TaskStatus.COMPLETED and got.status_message is None
+        assert got.outcome == record.outcome and got.outcome["x"] == 0.30000000000000004
+
+        failing, other = _record("t-2"), _record("t-3")
+        for r in (failing, other):
+            await store.create(r, max_live=10)
+        failing.status = TaskStatus.FAILED
+        failing.outcome = ErrorData(-32602, "bad", {"why": [1, 2.5]})
+        other.status = TaskStatus.INPUT_REQUIRED
+        assert await store.update_many([failing, record, other]) == [True, True, True]
+        assert (await store.get("t-2")).outcome == ErrorData(-32602, "bad", {"why": [1, 2.5]})
+        assert (await store.get("t-3")).status is TaskStatus.INPUT_REQUIRED
+        assert await store.update_many([]) == []
+
+        page, more = await store.page("alice", 0, 2)
+        assert [r.task_id for r in page] == ["t-forever", "t-1"] and more
+        page, more = await store.page("alice", 2, 2)
+        assert [r.task_id for r in page] == ["t-2", "t-3"] and not more
+        assert await store.page("bob", 0, 10) == ([], False)
+
+        await store.delete("t-1")
+        assert await store.get("t-1") is None
+        assert await store.terminal_among(["t-forever", "t-1", "t-2", "t-3", "never"]) == {
+            "t-1", "t-2", "never",
+        }  # fmt: skip
+        assert await store.terminal_among([]) == set()
+        with pytest.raises(ValueError):
+            await store.create(_record("t-2"), max_live=10)
+
+
+async def test_postgres_cancel_wins_over_a_later_update(postgres_url: str) -> None:
+    async with (
+        opened(postgres_url, run=False) as (a, _),
+        opened(postgres_url, run=False) as (b, _),
+    ):
+        record = _record("t-1")
+        await a.create(record, max_live=10)
+        when = now_iso()
+        cancelled = await b.cancel("t-1", "Cancelled by the requestor.", when)
+        assert (cancelled.status, cancelled.status_message, cancelled.last_updated_at) == (
+            TaskStatus.CANCELLED, "Cancelled by the requestor.", when,
+        )  # fmt: skip
+        record.status, record.last_updated_at = TaskStatus.COMPLETED, now_iso()
+        record.outcome = {"content": []}
+        assert await a.update(record) is False
+        assert await a.update_many([record]) == [False]
+        got = await a.get("t-1")
+        assert got.status is TaskStatus.CANCELLED and got.outcome is None
+        again = await a.cancel("t-1", "other", now_iso())  # changes nothing
+        assert (again.status_message, again.last_updated_at) == (
+            "Cancelled by the requestor.", when,
+        )  # fmt: skip
+        assert await a.cancel("nope", "x", now_iso()) is None
+        record.status = TaskStatus.INPUT_REQUIRED
+        assert await a.update(record) is False
+
+
+async def test_postgres_cap_is_atomic_across_processes(postgres_url: str) -> None:
+    async with (
+        opened(postgres_url, run=False) as (a, _),
+        opened(postgres_url, run=False) as (b, _),
+    ):
+        made: list[int] = []
+        refused = 0
+
+        async def create(store: Any, i: int) -> None:
+            nonlocal refused
+            try:
+                made.append(await store.create(_record(f"t-{i}"), max_live=10))
+            except CapReached:
+                refused += 1
+
+        async with trio.open_nursery() as nursery:
+            for i in range(50):
+                nursery.start_soon(create, (a, b)[i % 2], i)
+        assert (len(made), refused) == (10, 40)
+        assert sorted(made) == list(range(1, 11))
+        await a.create(_record("bob-1", "bob"), max_live=1)  # bob has his own cap
+        with pytest.raises(CapReached):
+            await b.create(_record("bob-2", "bob"), max_live=1)
+        page, _ = await b.page("alice", 0, 100)
+        await b.cancel(page[0].task_id, "Cancelled", now_iso())  # a terminal task frees a place
+        await a.create(_record("t-new"), max_live=10)
+        with pytest.raises(CapReached):
+            await a.create(_record("t-newer"), max_live=10)
+        await a.delete("t-new")  # so does a deleted one
+        await b.create(_record("t-newest"), max_live=10)
+
+
+async def test_postgres_expired_rows_read_as_gone_and_are_purged_in_batches(
+    postgres_url: str,
+) -> None:
+    async with opened(postgres_url, run=False) as (store, _):
+        store.purge_batch = 3
+        for i in range(7):
+            await store.create(_record(f"short-{i}", ttl=200), max_live=100)
+        await store.push_input("short-0", InputItem("1", "roots/list", {}))
+        await store.answer_input("short-0", "1", InputAnswer(result={}))
+        await store.create(_record("long"), max_live=100)
+        await store.create(_record("never", ttl=None), max_live=100)
+        assert (await store.get("short-0")).task_id == "short-0"
+        await trio.sleep(0.3)
+        assert await store.get("short-0") is None
+        assert [r.task_id for r in (await store.page("alice", 0, 10))[0]] == ["long", "never"]
+        assert await store.terminal_among(["short-1", "long"]) == {"short-1"}
+        assert await store.cancel("short-1", "x", now_iso()) is None
+        late = _record("short-2")
+        late.status = TaskStatus.COMPLETED
+        assert await store.update(late) is False
+        # the rows are still there until the purge: at most purge_batch per statement
+        assert _sql(postgres_url, "SELECT count(*) FROM trio_mcp.tasks") == [(9,)]
+        assert [await store.purge() for _ in range(4)] == [3, 3, 1, 0]
+        left = _sql(postgres_url, "SELECT id FROM trio_mcp.tasks ORDER BY id")
+        assert left == [("long",), ("never",)]
+        for table in ("inputs", "answers"):  # their side channel went with them
+            assert _sql(postgres_url, f"SELECT count(*) FROM trio_mcp.{table}") == [(0,)]
+        # the background sweep purges too (lease 0.3 s: every 0.15 s)
+        await store.create(_record("brief", ttl=50), max_live=100)
+    async with opened(postgres_url, lease_seconds=0.3) as (store, _):
+
+        async def purged() -> bool:
+            return _sql(postgres_url, "SELECT count(*) FROM trio_mcp.tasks") == [(2,)]
+
+        await _eventually(purged, 5)
+
+
+# --- input_required side channel ---------------------------------------------------------
+
+
+async def test_postgres_input_queue(postgres_url: str) -> None:
+    async with (
+        opened(postgres_url, run=False) as (a, _),
+        opened(postgres_url, run=False) as (b, _),
+    ):
+        await a.create(_record("t-1"), max_live=10)
+        one = InputItem("1", "elicitation/create", {"message": "name?", "n": 2**64 + 0.5})
+        two = InputItem("12", "sampling/createMessage", {"messages": []})
+        three = InputItem("2", "roots/list", {})
+        for item in (one, two, three):
+            await a.push_input("t-1", item)
+        assert await b.peek_inputs("t-1") == [one, two, three]
+        assert await b.claim_input("t-1", "2") == three  # by key ("2" is not "12")
+        assert await b.claim_input("t-1", "2") is None
+        assert await b.claim_input("t-1") == one  # the oldest
+        await b.requeue_input("t-1", one)  # back at the head
+        assert await a.peek_inputs("t-1") == [one, two]
+        assert await a.claim_input("t-1") == one
+        assert await a.claim_input("t-1") == two
+        assert await a.claim_input("t-1") is None
+
+        assert await a.take_answer("t-1", "1") is None
+        await b.answer_input("t-1", "1", InputAnswer(result={"action": "accept"}))
+        await b.answer_input("t-1", "12", InputAnswer(error={"code": -1, "message": "no"}))
+        assert await a.take_answer("t-1", "1") == InputAnswer(result={"action": "accept"})
+        assert await a.take_answer("t-1", "1") is None
+        assert await a.take_answer("t-1", "12") == InputAnswer(error={"code": -1, "message": "no"})
+
+        await a.push_input("t-1", one)  # the queues die with their task
+        await a.answer_input("t-1", "9", InputAnswer(result={}))
+        await a.delete("t-1")
+        assert await b.claim_input("t-1") is None and await b.take_answer("t-1", "9") is None
+        await a.push_input("t-1", one)  # a gone task: dropped
+        await a.answer_input("t-1", "9", InputAnswer(result={}))
+        assert await b.claim_input("t-1") is None and await b.take_answer("t-1", "9") is None
+
+
+# --- across processes: hints, leases, the secret -----------------------------------------
+
+
+async def test_postgres_hints_reach_the_other_process(postgres_url: str) -> None:
+    async with opened(postgres_url) as (a, a_hints), opened(postgres_url) as (b, b_hints):
+        record = _record("t-1")
+        await a.create(record, max_live=10)
+        await b.push_input("t-1", InputItem("1", "roots/list", {}))
+        await a_hints.wait_for(("input", "t-1"))
+        await a.answer_input("t-1", "1", InputAnswer(result={}))
+        await b_hints.wait_for(("answer", "t-1"))
+        record.status = TaskStatus.INPUT_REQUIRED
+        await a.update(record)
+        await b_hints.wait_for(("status", "t-1"))
+        await b.cancel("t-1", "stop", now_iso())
+        await a_hints.wait_for(("cancel", "t-1"))
+        assert ("cancel", "t-1") in b_hints.got  # every process hears every hint
+
+
+async def test_postgres_lease_lapse_fails_the_dead_process_tasks(postgres_url: str) -> None:
+    async with opened(postgres_url, lease_seconds=1.0) as (a, a_hints):
+        b = _store(postgres_url, lease_seconds=1.0)
+        await b.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(b.run, Hints())
+            await b.create(_record("b-1"), max_live=10)
+            done = _record("b-2")
+            await b.create(done, max_live=10)
+            done.status, done.outcome = TaskStatus.COMPLETED, {"content": []}
+            await b.update(done)
+            await a.create(_record("a-1"), max_live=10)
+            await trio.sleep(1.5)  # b renews its lease: nothing fails
+            assert (await a.get("b-1")).status is TaskStatus.WORKING
+            nursery.cancel_scope.cancel()
+        caller, b._caller = b._caller, None  # b "crashes": no aclose, its lease stays
+        await caller.close()
+        await a_hints.wait_for(("status", "b-1"), timeout=10.0)
+        lost = await a.get("b-1")
+        assert (lost.status, lost.status_message) == (TaskStatus.FAILED, LEASE_LOST_MESSAGE)
+        assert (await a.get("b-2")).status is TaskStatus.COMPLETED
+        assert (await a.get("a-1")).status is TaskStatus.WORKING
+        leases = _sql(postgres_url, "SELECT instance FROM trio_mcp.leases")
+        assert (b.instance,) not in leases and (a.instance,) in leases
+        await a.create(_record("a-2"), max_live=2)  # its place under the cap is free again
+
+
+async def test_postgres_aclose_fails_this_process_tasks(postgres_url: str) -> None:
+    async with opened(postgres_url, run=False) as (a, _):
+        b = _store(postgres_url)
+        await b.open()
+        await b.create(_record("b-1"), max_live=10)
+        await b.aclose()
+        lost = await a.get("b-1")
+        assert (lost.status, lost.status_message) == (TaskStatus.FAILED, LEASE_LOST_MESSAGE)
+        leases = _sql(postgres_url, "SELECT instance FROM trio_mcp.leases")
+        assert leases == [(a.instance,)]
+        await b.aclose()  # twice is fine
+        with pytest.raises(McpError, match="not open"):
+            await b.get("b-1")
+
+
+async def test_postgres_shares_the_cursor_secret_and_schemas_isolate(postgres_url: str) -> None:
+    one, two = _store(postgres_url), _store(postgres_url)
+    other = _store(postgres_url, schema="other")
+    secret = await one.open()
+    try:
+        assert len(secret) == 16 and await two.open() == secret
+        assert await other.open() != secret
+        await one.create(_record("t-1"), max_live=1)
+        assert await other.get("t-1") is None
+        await other.create(_record("t-1"), max_live=1)
+    finally:
+        for store in (one, two, other):
+            await store.aclose()
+
+
+# --- outages -----------------------------------------------------------------------------
+
+
+async def test_postgres_unreachable_at_open_is_a_clear_error(postgres_server: PostgresServer) -> None:
+    postgres_server.stop()
+    store = _store(postgres_server.url)
+    store.op_timeout = 2.0
+    with trio.fail_after(15), pytest.raises(McpError) as info:
+        await store.open()
+    assert info.value.code == -32603
+    assert info.value.message.startswith("Task store unavailable (OperationalError: ")
+    assert "No such file or directory" in info.value.message  # libpq's reason: no socket
+    assert info.value.message.endswith("; retry later")
+
+
+async def test_postgres_outage_is_a_clear_error_and_nothing_is_lost(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trio_mcp.peer._tasks import _cluster
+
+    from .test_store_contract import OWNER, Requestor, answer, start
+
+    monkeypatch.setattr(_cluster, "SETTLE_TIMEOUT", 1.0)
+    reg = TaskRegistry(store=f"{postgres_server.url}&lease=5")
+    async with reg.running():
+        assert reg.cluster is not None
+        reg.cluster.store.op_timeout = 1.0  # type: ignore[attr-defined]
+        done = await start(reg, answer("before"))
+        await reg.result(OWNER, done.task_id, Requestor())
+        release = trio.Event()
+
+        async def finishes_during_the_outage(actor: Any) -> dict[str, Any]:
+            await release.wait()
+            return {"content": [{"type": "text", "text": "during"}]}
+
+        late = await start(reg, finishes_during_the_outage)
+
+        postgres_server.stop()  # immediate shutdown: no checkpoint, as in a crash
+        for op in (reg.get(OWNER, done.task_id), reg.list(OWNER, None)):
+            with trio.fail_after(10), pytest.raises(McpError) as info:
+                await op
+            assert info.value.code == -32603
+            assert info.value.message.startswith("Task store unavailable (")
+            assert info.value.message.endswith("; retry later")
+            print(info.value.message)
+        with trio.fail_after(10), pytest.raises(McpError, match="Task store unavailable"):
+            await start(reg, answer("refused"))
+        release.set()  # the task completes while PostgreSQL is down: its write waits
+        await trio.sleep(0.2)
+
+        postgres_server.start()  # crash recovery: every committed change is back
+        with trio.fail_after(15):
+            while True:
+                try:
+                    task = await reg.get(OWNER, late.task_id)
+                except McpError:
+                    await trio.sleep(0.2)
+                    continue
+                break
+        assert task.status is TaskStatus.COMPLETED  # the queued write landed
+        kept = await reg.result(OWNER, done.task_id, Requestor())
+        assert kept["content"][0]["text"] == "before"
+        after = await reg.result(OWNER, late.task_id, Requestor())
+        assert after["content"][0]["text"] == "during"
+        again = await start(reg, answer("after"))
+        assert (await reg.result(OWNER, again.task_id, Requestor()))["content"][0]["text"] == "after"
+        # hints flow again: a cancel stored by "another process" reaches the actor here
+        stopped = trio.Event()
+
+        async def forever(actor: Any) -> dict[str, Any]:
+            try:
+                await trio.sleep_forever()
+            finally:
+                stopped.set()
+            raise AssertionError
+
+        running = await start(reg, forever)
+        other = _store(postgres_server.url)
+        await other.open()
+        try:
+            await other.cancel(running.task_id, "from elsewhere", now_iso())
+        finally:
+            await other.aclose()
+        with trio.fail_after(10):
+            await stopped.wait()

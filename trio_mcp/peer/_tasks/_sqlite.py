@@ -1,9 +1,13 @@
 """A durable task store on SQLite: records survive a crash of the process.
 
 Reads are served from memory (a :class:`MemoryTaskStore` the store keeps in
-step); every change is also queued to one writer thread that owns the
-``sqlite3`` connection (WAL journal), so the Trio thread never touches the
-disk. :meth:`SqliteTaskStore.sync` waits until every change made so far is
+step). Every change is also written to the file by one writer thread that owns
+the ``sqlite3`` connection (WAL journal), so the Trio thread never touches the
+disk. Writes are committed in groups: the changes made while the Trio thread
+runs one batch of tasks are handed to the writer together (by a small flusher
+task), committed in one transaction, and the Trio thread is told once per
+commit (``run_sync_soon``), not once per write or per waiter.
+:meth:`SqliteTaskStore.sync` waits until every change made so far is
 committed; the registry awaits it before it acknowledges anything (a created
 task, a terminal status, a result), so what a requestor was told survives a
 ``SIGKILL``. On start, :meth:`SqliteTaskStore.open` loads the file: expired
@@ -18,6 +22,7 @@ hanging, and service resumes once a retry commits.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import queue
@@ -103,12 +108,22 @@ class SqliteTaskStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._memory = MemoryTaskStore()
-        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._lock = threading.Condition()
-        self._queued = 0
-        self._done = 0
+        # Trio thread -> writer thread: lists of changes (None: close).
+        self._queue: queue.SimpleQueue[list[tuple[Any, ...]] | None] = queue.SimpleQueue()
+        # Changes made since the last hand-over (Trio thread only).
+        self._pending: list[tuple[Any, ...]] = []
+        self._queued = 0  # changes made (Trio thread)
+        self._handed = 0  # changes handed to the writer (Trio thread)
+        self._done = 0  # changes committed (written by the writer thread only)
+        # Waiters: the event of the changes not handed over yet, and per batch
+        # handed over, (its last change's number, its event), oldest first.
+        self._open_batch = trio.Event()
+        self._batches: collections.deque[tuple[int, trio.Event]] = collections.deque()
+        self._kick: trio.Event | None = None
         self._failure: str | None = None
         self._thread: threading.Thread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._flusher: trio.CancelScope | None = None
         self._expires: dict[str, float | None] = {}
 
     def __repr__(self) -> str:
@@ -149,17 +164,19 @@ class SqliteTaskStore:
     def _write(self, item: tuple[Any, ...]) -> None:
         if self._thread is None:
             raise RuntimeError("the SQLite task store is not open (run the registry)")
-        with self._lock:
-            self._queued += 1
-        self._queue.put(item)
+        self._pending.append(item)
+        self._queued += 1
+        kick = self._kick
+        if kick is not None:  # the first change since the last hand-over
+            self._kick = None
+            kick.set()
 
     # --- durability ---------------------------------------------------------------------
 
     @property
     def pending_writes(self) -> int:
-        """Changes queued but not yet committed."""
-        with self._lock:
-            return self._queued - self._done
+        """Changes made but not yet committed."""
+        return self._queued - self._done
 
     async def sync(self) -> None:
         """Wait until every change made so far is committed to the file.
@@ -171,27 +188,47 @@ class SqliteTaskStore:
 
         Cancellation: stops waiting; the writes go on.
         """
-        with self._lock:
-            target = self._queued
-            if self._done >= target:
-                return
-        done = await trio.to_thread.run_sync(self._wait_for, target, abandon_on_cancel=True)
-        if not done:
-            raise McpError(
-                INTERNAL_ERROR,
-                f"Task store unavailable ({self._failure or 'writes are not completing'}); "
-                "retry later",
-            )
+        target = self._queued
+        if self._done >= target:
+            return
+        if target > self._handed:
+            event = self._open_batch
+        else:
+            event = next(e for last, e in self._batches if last >= target)
+        with trio.move_on_after(SYNC_TIMEOUT):
+            await event.wait()
+            return
+        raise McpError(
+            INTERNAL_ERROR,
+            f"Task store unavailable ({self._failure or 'writes are not completing'}); "
+            "retry later",
+        )
 
-    def _wait_for(self, target: int) -> bool:
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        with self._lock:
-            while self._done < target:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-            return True
+    def _hand_over(self) -> None:
+        """Give the writer every change made since the last hand-over (Trio thread)."""
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        self._handed += len(batch)
+        self._batches.append((self._handed, self._open_batch))
+        self._open_batch = trio.Event()
+        self._queue.put(batch)
+
+    async def _flush(self, scope: trio.CancelScope) -> None:
+        """The flusher: after each scheduler batch that made changes, hand them over
+        together (one transaction for all of them: the group commit)."""
+        with scope:
+            while True:
+                if not self._pending:
+                    kick = self._kick = trio.Event()
+                    await kick.wait()  # resumes after the batch that made the first change
+                self._hand_over()
+
+    def _committed(self) -> None:
+        """Wake the waiters of every batch committed so far (run in the Trio thread)."""
+        done, batches = self._done, self._batches
+        while batches and batches[0][0] <= done:
+            batches.popleft()[1].set()
 
     # --- opening and closing ----------------------------------------------------------------
 
@@ -209,11 +246,14 @@ class SqliteTaskStore:
         conn, restored = await trio.to_thread.run_sync(self._load, now_wall, now_trio)
         for record in restored.records:
             self._memory.add(record)
+        self._token = trio.lowlevel.current_trio_token()
         self._thread = threading.Thread(
             target=self._writer, args=(conn,), name=f"trio-mcp sqlite {self.path.name}",
             daemon=True,
         )
         self._thread.start()
+        self._flusher = trio.CancelScope()
+        trio.lowlevel.spawn_system_task(self._flush, self._flusher, name=f"{self!r} flusher")
         return restored
 
     async def aclose(self) -> None:
@@ -224,7 +264,10 @@ class SqliteTaskStore:
         thread = self._thread
         if thread is None:
             return
-        self._queue.put(("close",))
+        if self._flusher is not None:
+            self._flusher.cancel()
+        self._hand_over()
+        self._queue.put(None)
         await trio.to_thread.run_sync(thread.join, SYNC_TIMEOUT, abandon_on_cancel=True)
         self._thread = None
 
@@ -291,28 +334,37 @@ class SqliteTaskStore:
         closing = False
         try:
             while not closing:
-                batch = [self._queue.get()]
-                while len(batch) < 512:
+                batches = [self._queue.get()]
+                while True:
                     try:
-                        batch.append(self._queue.get_nowait())
+                        batches.append(self._queue.get_nowait())
                     except queue.Empty:
                         break
-                if batch[-1][0] == "close":
-                    closing = True
-                    batch.pop()
-                self._commit(conn, batch)
+                changes: list[tuple[Any, ...]] = []
+                for batch in batches:
+                    if batch is None:
+                        closing = True
+                    else:
+                        changes += batch
+                if changes:
+                    self._commit(conn, changes)
         finally:
             conn.close()
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+    def _commit(self, conn: sqlite3.Connection, changes: list[tuple[Any, ...]]) -> None:
+        # Each change sets a whole row (or deletes it): the last one per task wins.
+        last: dict[str, tuple[Any, ...]] = {}
+        for change in changes:
+            last[change[1][0] if change[0] == "upsert" else change[1]] = change
+        rows = [change[1] for change in last.values() if change[0] == "upsert"]
+        gone = [(change[1],) for change in last.values() if change[0] == "delete"]
         while True:
             try:
                 conn.execute("BEGIN")
-                for item in batch:
-                    if item[0] == "upsert":
-                        conn.execute(_UPSERT, item[1])
-                    elif item[0] == "delete":
-                        conn.execute("DELETE FROM tasks WHERE task_id = ?", (item[1],))
+                if gone:
+                    conn.executemany("DELETE FROM tasks WHERE task_id = ?", gone)
+                if rows:
+                    conn.executemany(_UPSERT, rows)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:
@@ -326,7 +378,10 @@ class SqliteTaskStore:
             if self._failure is not None:
                 log.warning("%s: writes succeed again", self)
                 self._failure = None
-            with self._lock:
-                self._done += len(batch)
-                self._lock.notify_all()
+            self._done += len(changes)
+            token = self._token
+            if token is not None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(self._committed)
             return
+

@@ -7,7 +7,9 @@ public ``trio_mcp.App`` is this class.
 
 from __future__ import annotations
 
+import inspect
 import sys
+import types
 from functools import partial
 from typing import Any, Literal, final
 
@@ -15,6 +17,8 @@ import attrs
 import trio
 
 from .peer import App as _BaseApp
+from .peer import Peer, RequestContext
+from .peer._tasks import TaskHandle
 from .transports._http_server import serve_http
 from .transports._stdio import serve_stdio
 from .transports._websocket_server import serve_websocket
@@ -22,9 +26,26 @@ from .transports._websocket_server import serve_websocket
 Transport = Literal["stdio", "ws", "http"]
 
 
+class _Documented(type):
+    """The public App's metaclass: ``dir(App)`` (what ``help()`` shows) is its API only.
+
+    The attrs machinery (``__attrs_attrs__``, ``__setattr__``, the slots of
+    every field, the generated ``__init__``) and the App's inner state stay
+    reachable, just not listed.
+    """
+
+    def __dir__(cls) -> list[str]:
+        fields = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else set()
+        return sorted(
+            name for name in type.__dir__(cls)
+            if not name.startswith("_") and name not in fields
+            and not isinstance(getattr(cls, name, None), types.MemberDescriptorType)
+        )
+
+
 @final
 @attrs.define(eq=False)
-class App(_BaseApp):
+class App(_BaseApp, metaclass=_Documented):
     __doc__ = _BaseApp.__doc__
 
     def run(
@@ -67,6 +88,42 @@ class App(_BaseApp):
             trio.run(main)
         except KeyboardInterrupt:
             return
+
+
+class _Default:
+    """A default shown by its constructor call (``TaskLimits()``), not as attrs' NOTHING."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _public_signature(cls: type) -> inspect.Signature:
+    """``App(name, version='0.0.0', ...)``: the init fields, factories by their call."""
+    parameters = []
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        default: Any = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            factory = default.factory
+            default = _Default(f"{getattr(factory, '__name__', 'factory')}()")
+        elif default is attrs.NOTHING:
+            default = inspect.Parameter.empty
+        parameters.append(inspect.Parameter(
+            field.alias or field.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default
+        ))
+    return inspect.Signature(parameters)
+
+
+App.__module__ = "trio_mcp"
+for _public in (Peer, RequestContext, TaskHandle):  # help() names where users import them
+    _public.__module__ = "trio_mcp"
+App.__signature__ = _public_signature(App)  # type: ignore[attr-defined]
+for _base in App.__mro__[1:-1]:  # "inherited from trio_mcp.peer.App", not a private module
+    _base.__module__ = "trio_mcp.peer"
 
 
 async def _serve_network(

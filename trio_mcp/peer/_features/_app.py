@@ -49,9 +49,9 @@ ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitRe
 class App(ServerOffers, ClientHandlers):
     """What this side of MCP offers: tools, resources, prompts, client-side handlers, tasks.
 
-    Registration methods for resources, prompts and completions come from
-    :class:`~._app_server.ServerOffers`; roots and notification callbacks
-    from :class:`~._app_client.ClientHandlers`.
+    Tools, resources, prompts and completions are registered with its
+    decorators (``tool``, ``resource``, ``prompt``, ``completion``...); a
+    client's handlers and notification callbacks with ``on_*``.
 
     Args:
         name: Implementation name sent as ``serverInfo``/``clientInfo``.

@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
     parser.add_argument("--store", metavar="URL",
                         help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
-                             "(tasks survive a restart) or redis://host:port/0 (every server "
-                             "on that Redis serves every task of a token)")
+                             "(tasks survive a restart), redis://host:port/0 or "
+                             "postgresql://user@host:port/db (every server on that Redis or "
+                             "database serves every task of a token)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     parser.add_argument(
         "--max-live-tasks",

@@ -356,8 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --ws or --http: require this bearer token")
     serve.add_argument("--store", metavar="URL",
                        help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
-                            "(tasks survive a restart, for the same --token) or "
-                            "redis://host:port/0 (shared by every server on that Redis)")
+                            "(tasks survive a restart, for the same --token), "
+                            "redis://host:port/0 or postgresql://user@host:port/db (shared by "
+                            "every server on that Redis or database)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     serve.set_defaults(run=run_serve_example)
     return parser

@@ -1,4 +1,4 @@
-"""Three task servers sharing one Redis: a task created on one process is collected on another.
+"""Three task servers sharing one store: a task created on one process is collected on another.
 
 Run it from the repository root (needs ``redis-server`` on the PATH and the
 ``redis`` extra: ``pip install -e '.[redis]'``)::
@@ -15,11 +15,17 @@ processes A, B and C with one bearer token (one identity), and a client that
 3. collects its result with ``tasks/result`` on C,
 4. starts a long task on A and cancels it from B; C sees it ``cancelled``.
 
+With ``--store URL`` the servers share that store instead of a private Redis, e.g.
+a PostgreSQL database (the ``postgres`` extra)::
+
+    python examples/cluster.py --store postgresql://app@db.example/tasks
+
 Everything it starts is stopped at the end.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import socket
@@ -97,11 +103,15 @@ async def task_server(name: str, store: str) -> AsyncIterator[str]:
         await proc.stderr.aclose()
 
 
-async def main() -> None:
+async def main(shared: str | None) -> None:
     with tempfile.TemporaryDirectory(prefix="trio-mcp-cluster-") as tmp:
         async with AsyncExitStack() as stack:
-            store = await stack.enter_async_context(redis_server(Path(tmp)))
-            print(f"redis: {store}")
+            if shared is None:
+                store = await stack.enter_async_context(redis_server(Path(tmp)))
+                print(f"redis: {store}")
+            else:
+                store = shared
+                print(f"store: {store}")
             a, b, c = [
                 await stack.enter_async_context(task_server(name, store)) for name in "ABC"
             ]
@@ -126,4 +136,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", metavar="URL",
+                        help="a shared store for the three servers (redis://... or "
+                             "postgresql://...) instead of a private redis-server")
+    trio.run(main, parser.parse_args().store)

@@ -10,6 +10,8 @@ rows in bounded batches, and an outage of the server.
 from __future__ import annotations
 
 import math
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -29,6 +31,7 @@ from trio_mcp.peer._tasks._shared import (
 )
 from trio_mcp.peer._tasks._store import TaskRecord, now_iso
 
+from .helpers import EXAMPLES, ROOT
 from .postgres_server import PostgresServer, require_postgres
 
 
@@ -526,3 +529,37 @@ async def test_postgres_outage_is_a_clear_error_and_nothing_is_lost(
             await other.aclose()
         with trio.fail_after(10):
             await stopped.wait()
+
+
+# --- the examples and the command line on PostgreSQL -------------------------------------
+
+
+def test_postgres_examples_cluster_runs_on_a_postgresql_store(postgres_url: str) -> None:
+    """``examples/cluster.py --store postgresql://...``: three ``task_server.py --store``
+    processes on one database; created on A, read on B, collected on C, cancelled from B."""
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "cluster.py"), "--store", postgres_url],
+        capture_output=True, text=True, cwd=ROOT, timeout=90,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    pids = re.findall(r"server ([ABC]): pid (\d+)", out)
+    assert [name for name, _ in pids] == ["A", "B", "C"] and len({p for _, p in pids}) == 3
+    assert re.search(r"created on A: task [0-9a-f]{32}\ntasks/get on B: working\n", out)
+    assert "tasks/result on C: 'slept 1 seconds'" in out
+    assert "tasks/cancel on B: cancelled" in out
+    assert "tasks/get on C: cancelled (The task was cancelled by request.)" in out
+    statuses = _sql(postgres_url, "SELECT status FROM trio_mcp.tasks ORDER BY seq")
+    assert statuses == [("completed",), ("cancelled",)]  # they live in PostgreSQL
+
+
+def test_postgres_unreachable_store_is_one_clear_line_from_serve_example() -> None:
+    require_postgres()
+    url = "postgresql://postgres@/tasks?host=/nonexistent-trio-mcp-socket-dir"
+    proc = subprocess.run(
+        [sys.executable, "-m", "trio_mcp", "serve-example", "--ws", "127.0.0.1:0", "--store", url],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode in (1, 2), proc.stderr
+    assert "Task store unavailable (OperationalError: " in proc.stderr
+    assert "/nonexistent-trio-mcp-socket-dir" in proc.stderr and "Traceback" not in proc.stderr

@@ -470,7 +470,11 @@ async def test_websocket_missing_or_wrong_token_is_refused_with_401(
     async with serving(example_app(), tokens=TOKENS) as address:
         refused = await rejection(address, headers)
         assert refused.status_code == 401
-        assert (b"www-authenticate", b'Bearer realm="mcp"') in refused.headers
+        # RFC 6750 3.1: a presented bearer token that is refused is invalid_token.
+        bearer = any(k.lower() == b"authorization" and v.startswith(b"Bearer ")
+                     for k, v in headers)
+        challenge = b'Bearer realm="mcp"' + (b', error="invalid_token"' if bearer else b"")
+        assert (b"www-authenticate", challenge) in refused.headers
         # The right token still gets in; the bearer scheme is case-insensitive.
         async with raw_connection(
             address, headers=[(b"Authorization", b"bearer token-bob")]

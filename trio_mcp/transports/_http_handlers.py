@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final, Protocol
 
@@ -85,6 +86,7 @@ class HttpEndpoint(Protocol):
     sse_close_after: float | None
     max_body: int
     max_sessions: int
+    refuse_unscoped: Callable[[Scope, Send, Request], Awaitable[bool]]  # 403: see _http_auth
 
     async def start_session(
         self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
@@ -184,6 +186,8 @@ async def post(
         return
     if isinstance(item, Undecodable):
         await fail(send, 400, item.reason, code=item.code, request_id=item.id)
+        return
+    if isinstance(item, Request) and await http.refuse_unscoped(scope, send, item):
         return
     if modern:
         await modern_post(http, scope, receive, send, identity, item)

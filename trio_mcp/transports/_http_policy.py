@@ -1,4 +1,6 @@
-"""Who may talk to the Streamable HTTP endpoint: Host, Origin and bearer-token checks.
+"""Who may talk to the Streamable HTTP endpoint: Host, Origin and bearer-token settings.
+
+The token checks themselves are in :mod:`._http_auth`.
 
 Plus the small ASGI helpers the server shares (headers, content negotiation,
 error answers with a JSON-RPC body).
@@ -9,16 +11,15 @@ from __future__ import annotations
 import base64
 import binascii
 import decimal
-import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
 import attrs
 import trio
 
 from .._errors import INVALID_REQUEST
+from ..auth import CallbackVerifier, TokenVerifier
 from ..peer import encode_for_wire
 from ..peer._messages import META_PROTOCOL_VERSION, ErrorData, ErrorResponse
 from ._websocket_server import origin_allowed
@@ -29,12 +30,11 @@ audit = logging.getLogger("trio_mcp.audit")
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-#: Bearer token -> identity (a non-empty string), or None to refuse.
-Authenticator = Callable[[str], str | None]
+#: Bearer token -> identity (a name or an :class:`~trio_mcp.auth.Identity`), or None to refuse.
+Authenticator = Callable[[str], Any]
 
 #: ``Host`` names allowed by default: this machine only.
 LOOPBACK_HOST_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
-_WELL_KNOWN: Final = "/.well-known/oauth-protected-resource"
 _JSON: Final = [(b"content-type", b"application/json")]
 
 
@@ -120,32 +120,61 @@ class HttpPolicy:
        besides the loopback names (``"*"`` allows any) -> else 403.
     2. ``Origin``, when present: loopback or in ``allowed_origins``
        (:func:`trio_mcp.origin_allowed`) -> else 403.
-    3. With ``tokens`` or ``authenticate``: ``Authorization: Bearer <token>``
-       with a known token -> else 401 and ``WWW-Authenticate: Bearer``
-       (with ``resource_metadata=`` when ``resource_metadata`` is set).
+    3. With a ``verifier`` (or ``tokens``/``authenticate``):
+       ``Authorization: Bearer <token>`` that the verifier accepts -> else
+       401 and ``WWW-Authenticate: Bearer`` (``error="invalid_token"`` for a
+       refused token; ``resource_metadata=`` when there is metadata to name;
+       ``scope=``); the ``required_scopes`` -> else 403
+       ``insufficient_scope``. Per request, the scopes of the tool, resource,
+       prompt or task operation it names -> else 403 ``insufficient_scope``.
 
     Attributes:
-        tokens: Bearer token -> identity, compared in constant time.
+        tokens: Bearer token -> identity (a name, or a
+            :class:`~trio_mcp.auth.Identity` with scopes), compared in
+            constant time.
         authenticate: Called with a token not in ``tokens``; returns the
-            identity or None to refuse (500 if it raises).
+            identity (a name or an ``Identity``; may be ``async``) or None
+            to refuse (500 if it raises).
         allowed_origins: Origins allowed besides loopback ones.
         allowed_hosts: ``Host`` names (no port) allowed besides loopback ones.
         resource_metadata: An RFC 9728 protected-resource metadata document
-            (``{"resource": ..., "authorization_servers": [...]}``), served
-            at ``/.well-known/oauth-protected-resource<path>`` and named in
-            401 answers.
+            to serve as is (instead of the one made from the fields below).
+        verifier: A :class:`~trio_mcp.auth.TokenVerifier` (JWT, introspection,
+            your own); ``tokens``/``authenticate`` are ignored when set.
+        resource: This server's canonical URI (the metadata's ``resource``);
+            by default the verifier's ``audience``, else the request's URL.
+        authorization_servers: The metadata's ``authorization_servers``; by
+            default the verifier's ``issuer``. Without any (and without
+            ``resource_metadata``) no metadata is served.
+        scopes_supported: The metadata's ``scopes_supported``; also named in
+            401 challenges when ``required_scopes`` is empty.
+        required_scopes: Scopes every request needs (403 without them).
     """
 
-    tokens: Mapping[str, str] | None = None
-    authenticate: Authenticator | None = None
+    tokens: Mapping[str, Any] | None = None
+    authenticate: Callable[[str], Any] | None = None
     allowed_origins: Sequence[str] | None = None
     allowed_hosts: Sequence[str] | None = None
     resource_metadata: Mapping[str, Any] | None = None
+    verifier: TokenVerifier | None = None
+    resource: str | None = None
+    authorization_servers: Sequence[str] | None = None
+    scopes_supported: Sequence[str] | None = None
+    required_scopes: Sequence[str] = ()
 
     @property
     def requires_token(self) -> bool:
         """True when every request needs a bearer token."""
-        return self.tokens is not None or self.authenticate is not None
+        return self.token_verifier is not None
+
+    @property
+    def token_verifier(self) -> TokenVerifier | None:
+        """The verifier in force: ``verifier``, else one of ``tokens``/``authenticate``."""
+        if self.verifier is not None:
+            return self.verifier
+        if self.tokens is None and self.authenticate is None:
+            return None
+        return CallbackVerifier(self.tokens, self.authenticate)
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """The (status, reason) to refuse a request with for its Host or Origin, or None."""
@@ -159,67 +188,6 @@ class HttpPolicy:
         ):
             return 403, f"the Origin {origins[0][:100] if origins else None!r} is not allowed"
         return None
-
-    def identity(self, token: str) -> str | None:
-        """The identity of ``token``, or None when it is unknown."""
-        found: str | None = None
-        if self.tokens is not None:
-            presented = token.encode()
-            for known, identity in self.tokens.items():  # constant time: no early exit
-                if hmac.compare_digest(known.encode(), presented):
-                    found = identity
-        if found is None and self.authenticate is not None:
-            found = self.authenticate(token)
-        return found or None
-
-    def metadata_path(self, path: str | None) -> str:
-        """Where the protected-resource metadata document is served."""
-        return _WELL_KNOWN + (path or "")
-
-    def _metadata_url(self, scope: Scope, path: str | None) -> str:
-        host = header(scope, "host") or "localhost"
-        return f"{scope.get('scheme', 'http')}://{host}{self.metadata_path(path)}"
-
-    async def serve_metadata(self, scope: Scope, send: Send, path: str | None) -> None:
-        """Answer the RFC 9728 metadata document."""
-        body = json.dumps(self.resource_metadata).encode()
-        await respond(send, 200, body, _JSON)
-
-    async def authenticate_request(
-        self, scope: Scope, send: Send, path: str | None
-    ) -> str | Literal[False] | None:
-        """Check the bearer token; answer 401/500 and return False when refused.
-
-        Returns:
-            The identity, None when no token is required, or False when the
-            request was refused (and answered).
-        """
-        if not self.requires_token:
-            return None
-        values = header_values(scope, "authorization")
-        token: str | None = None
-        if len(values) == 1:
-            scheme, _, credentials = values[0].strip().partition(" ")
-            if scheme.lower() == "bearer" and credentials.strip():
-                token = credentials.strip()
-        try:
-            identity = None if token is None else self.identity(token)
-        except Exception:
-            log.exception("the authenticate callback failed")
-            await fail(send, 500, "Internal error")
-            return False
-        if identity is None:
-            audit.warning("http refused remote=%s reason=%s", scope.get("client"),
-                          "no token" if token is None else "unknown token")
-            challenge = 'Bearer realm="mcp"'
-            if token is not None:
-                challenge += ', error="invalid_token"'
-            if self.resource_metadata is not None:
-                challenge += f', resource_metadata="{self._metadata_url(scope, path)}"'
-            await fail(send, 401, "Unauthorized: a valid bearer token is required",
-                       headers=[(b"www-authenticate", challenge.encode("latin-1"))])
-            return False
-        return identity
 
 
 # --- 2026-07-28: the request metadata headers -------------------------------------------------

@@ -31,10 +31,12 @@ version, or with neither a version nor a session id, get 405.
 
 Security defaults: bind 127.0.0.1; refuse (403) a ``Host`` that is not a
 loopback name (DNS rebinding) and an ``Origin`` that is not loopback or
-allowed; with ``tokens``/``authenticate``, every request needs a known bearer
-token (401 with ``WWW-Authenticate`` otherwise). A session is bound to the
-identity that created it: another identity gets 404, as an unknown session
-does. Sessions are never authentication.
+allowed; with a verifier (or ``tokens``/``authenticate``), every request needs
+a valid bearer token (401 with ``WWW-Authenticate`` otherwise; see
+:mod:`._http_auth` for the OAuth resource server: metadata, challenges,
+scopes). A session is bound to the identity (its owner) that created it:
+another identity gets 404, as an unknown session does. Sessions are never
+authentication.
 """
 
 from __future__ import annotations
@@ -42,15 +44,25 @@ from __future__ import annotations
 import logging
 import secrets
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final, final
 
 import attrs
 import trio
 
 from .._util import unwrap_group
+from ..auth import Identity, TokenVerifier
 from ..peer import App
-from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
+from ..peer._features._scopes import IDENTITY_INFO, required_scopes
+from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
+from ._http_auth import (
+    IDENTITY_KEY,
+    authenticate,
+    insufficient_scope,
+    metadata_paths,
+    serve_metadata,
+    serves_metadata,
+)
 from ._http_handlers import SESSION_HEADER, delete, get, post
 from ._http_policy import (
     Authenticator,
@@ -125,6 +137,11 @@ class StreamableHttpApp:
     max_body: int = DEFAULT_MAX_BODY
     max_sessions: int = DEFAULT_MAX_SESSIONS
     sessions: dict[str, HttpSession] = attrs.field(factory=dict, init=False)
+    #: What the POST handler asks before a request reaches its peer (OAuth scopes).
+    refuse_unscoped: Callable[[Scope, Send, Request], Awaitable[bool]] = attrs.field(
+        init=False, repr=False,
+        default=attrs.Factory(lambda self: self._refuse_unscoped, takes_self=True),
+    )
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
 
     # --- background ---------------------------------------------------------------------
@@ -200,6 +217,8 @@ class StreamableHttpApp:
             "session_id": session_id,
             "remote": f"{client[0]}:{client[1]}" if client else None,
         }
+        if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
+            info[IDENTITY_INFO] = verified
         store = MemoryEventStore() if era is not None else self.event_store(session_id or "")
         session = HttpSession(
             session_id, identity, store, info,
@@ -211,6 +230,30 @@ class StreamableHttpApp:
         if session_id is not None:
             self.sessions[session_id] = session
         return session
+
+    def _update_identity(self, scope: Scope, verified: Identity) -> None:
+        """A 2025 session's requests see the identity of its latest token (same owner)."""
+        values = header_values(scope, SESSION_HEADER)
+        session = self.sessions.get(values[0]) if len(values) == 1 else None
+        if session is not None and session.identity == verified.owner:
+            session.bus.info[IDENTITY_INFO] = verified
+
+    async def _refuse_unscoped(self, scope: Scope, send: Send, item: Request) -> bool:
+        """Answer 403 ``insufficient_scope`` to a request whose scopes the token lacks.
+
+        Returns:
+            True when refused (and answered). Without a verified identity
+            nothing is refused here (the peer refuses scoped names itself).
+        """
+        identity = scope.get(IDENTITY_KEY)
+        if not isinstance(identity, Identity):
+            return False
+        params = item.params if isinstance(item.params, dict) else None
+        required = required_scopes(self.app, item.method, params)
+        if identity.has_scopes(required):
+            return False
+        await insufficient_scope(self.policy, scope, send, self.path, required, item.id)
+        return True
 
     # --- ASGI -------------------------------------------------------------------------------
 
@@ -241,10 +284,10 @@ class StreamableHttpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if self.policy.resource_metadata is not None and scope["method"] == "GET" and (
-            path == self.policy.metadata_path(self.path)
+        if scope["method"] == "GET" and path in metadata_paths(self.path) and serves_metadata(
+            self.policy
         ):
-            await self.policy.serve_metadata(scope, send, self.path)
+            await serve_metadata(self.policy, scope, send, self.path)
             return
         if self.path is not None and path != self.path:
             await respond(send, 404, b"Not Found\n", [(b"content-type", b"text/plain")])
@@ -254,9 +297,12 @@ class StreamableHttpApp:
             audit.warning("http refused remote=%s reason=%s", scope.get("client"), refused[1])
             await fail(send, 403, f"Forbidden: {refused[1]}")
             return
-        identity = await self.policy.authenticate_request(scope, send, self.path)
-        if identity is False:
+        verified = await authenticate(self.policy, scope, send, self.path)
+        if verified is False:
             return
+        identity = None if verified is None else verified.owner
+        if verified is not None:
+            self._update_identity(scope, verified)
         if self._nursery is None:
             await fail(send, 503, "Service unavailable: the MCP endpoint is not running")
             return
@@ -326,6 +372,11 @@ async def serve_http(
     allowed_hosts: Sequence[str] | None = None,
     stateless: bool = False,
     json_response: bool = False,
+    verifier: TokenVerifier | None = None,
+    resource: str | None = None,
+    authorization_servers: Sequence[str] | None = None,
+    scopes_supported: Sequence[str] | None = None,
+    required_scopes: Sequence[str] = (),
     task_status: trio.TaskStatus[HttpAddress] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` over Streamable HTTP with hypercorn's Trio worker, until cancelled.
@@ -342,11 +393,20 @@ async def serve_http(
         port: The TCP port; 0 lets the kernel choose.
         path: The endpoint's path.
         tokens: Bearer token -> identity (see :class:`HttpPolicy`).
-        authenticate: Token -> identity callback for tokens not in ``tokens``.
+        authenticate: Token -> identity callback for tokens not in ``tokens``
+            (sync or ``async``; a name or an :class:`~trio_mcp.auth.Identity`).
         allowed_origins: Origins allowed besides loopback ones.
         allowed_hosts: ``Host`` names allowed (loopback names by default).
         stateless: No sessions (see :class:`StreamableHttpApp`).
         json_response: Answer every request with ``application/json``.
+        verifier: Verify bearer tokens with it (a
+            :class:`~trio_mcp.auth.JWTVerifier`,
+            :class:`~trio_mcp.auth.IntrospectionVerifier`...); the
+            protected-resource metadata is then served (see :class:`HttpPolicy`).
+        resource: This server's canonical URI (default: the verifier's audience).
+        authorization_servers: Named in the metadata (default: the verifier's issuer).
+        scopes_supported: Named in the metadata and in 401 challenges.
+        required_scopes: Scopes every request needs.
         task_status: Given an :class:`HttpAddress` once listening.
 
     Raises:
@@ -360,7 +420,11 @@ async def serve_http(
 
     if isinstance(app, App):
         app = StreamableHttpApp(
-            app, path, HttpPolicy(tokens, authenticate, allowed_origins, allowed_hosts),
+            app, path, HttpPolicy(
+                tokens, authenticate, allowed_origins, allowed_hosts, verifier=verifier,
+                resource=resource, authorization_servers=authorization_servers,
+                scopes_supported=scopes_supported, required_scopes=required_scopes,
+            ),
             stateless=stateless, json_response=json_response,
         )
     if host.startswith("[") and host.endswith("]"):

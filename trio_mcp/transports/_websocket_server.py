@@ -3,16 +3,16 @@
 Security defaults: bind 127.0.0.1; refuse (HTTP 403) a handshake whose
 ``Origin`` is not a loopback origin or in the allow-list, which stops
 DNS-rebinding pages from reaching a local server; with ``tokens`` or
-``authenticate``, refuse (HTTP 401) a handshake without a known
-``Authorization: Bearer`` token. The token's identity becomes the bus
-context, so tasks belong to that identity, not to the connection: a client
+``authenticate`` (or a ``verifier``), refuse (HTTP 401) a handshake without
+a valid ``Authorization: Bearer`` token. The token's identity's owner becomes
+the bus context (the :class:`~trio_mcp.auth.Identity` itself is in
+``bus.info["identity"]``), so tasks belong to that identity, not to the connection: a client
 that reconnects with the same token finds its tasks again, and no other
 identity can see them. The frame pumps are in :mod:`._websocket`.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import ssl
 import urllib.parse
@@ -24,7 +24,9 @@ import trio
 import trio_websocket
 
 from .._util import unwrap_group
+from ..auth import CallbackVerifier, Identity, InvalidToken, TokenVerifier
 from ..peer import App, Peer, Role
+from ..peer._features._scopes import IDENTITY_INFO
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -93,36 +95,16 @@ def origin_allowed(origin: str | None, allowed_origins: Sequence[str] | None = N
     return parts.scheme in ("http", "https") and hostname in LOOPBACK_HOSTS
 
 
-Authenticator = Callable[[str], str | None]
+Authenticator = Callable[[str], Any]
 
 
 @final
 @attrs.define(eq=False)
 class _Handshake:
-    """The handshake policy of one server: origins and bearer tokens."""
+    """The handshake policy of one server: origins and the bearer-token verifier."""
 
-    tokens: Mapping[str, str] | None
-    authenticate: Authenticator | None
+    verifier: TokenVerifier | None
     allowed_origins: Sequence[str] | None
-
-    @property
-    def requires_token(self) -> bool:
-        return self.tokens is not None or self.authenticate is not None
-
-    def identity(self, token: str) -> str | None:
-        """The identity of ``token``, or None when it is unknown."""
-        if self.tokens is not None:
-            found: str | None = None
-            presented = token.encode()
-            # Compare every token in constant time: no early exit to time.
-            for known, identity in self.tokens.items():
-                if hmac.compare_digest(known.encode(), presented):
-                    found = identity
-            if found is not None:
-                return found
-        if self.authenticate is not None:
-            return self.authenticate(token)
-        return None
 
 
 def _headers(request: trio_websocket.WebSocketRequest, name: bytes) -> list[str]:
@@ -191,29 +173,37 @@ class _WebSocketServer:
             audit.warning("websocket refused remote=%s origin=%.200r", remote, origins)
             await request.reject(403, body=b"Forbidden: this Origin is not allowed\n")
             return
-        identity: str | None = None
-        if self.policy.requires_token:
+        identity: Identity | None = None
+        if self.policy.verifier is not None:
             token = _bearer_token(_headers(request, b"authorization"))
+            reason = "no token"
             try:
-                identity = None if token is None else self.policy.identity(token)
+                identity = None if token is None else await self.policy.verifier.verify(token)
+                reason = "refused token"
+            except InvalidToken as exc:
+                reason = f"invalid token: {exc}"
             except Exception:
-                log.exception("the authenticate callback failed")
+                log.exception("the token verifier failed")
                 await request.reject(500, body=b"Internal error\n")
                 return
-            if not identity:
-                audit.warning("websocket refused remote=%s reason=%s", remote,
-                              "no token" if token is None else "unknown token")
+            if identity is None:
+                audit.warning("websocket refused remote=%s reason=%s", remote, reason)
+                challenge = b'Bearer realm="mcp"' + (
+                    b'' if token is None else b', error="invalid_token"')
                 await request.reject(
                     401,
-                    extra_headers=[(b"WWW-Authenticate", b'Bearer realm="mcp"')],
+                    extra_headers=[(b"WWW-Authenticate", challenge)],
                     body=b"Unauthorized: a valid bearer token is required\n",
                 )
                 return
         subprotocol = SUBPROTOCOL if SUBPROTOCOL in request.proposed_subprotocols else None
         connection = await request.accept(subprotocol=subprotocol)
+        owner = None if identity is None else identity.owner
         audit.info("websocket accepted remote=%s identity=%s subprotocol=%s", remote,
-                   identity, subprotocol)
-        bus, done = _start_transport(connection, nursery, identity)
+                   owner, subprotocol)
+        bus, done = _start_transport(connection, nursery, owner)
+        if identity is not None:
+            bus.info[IDENTITY_INFO] = identity
         try:
             await Peer(self.app, bus, Role.SERVER).run()
         finally:
@@ -233,8 +223,9 @@ async def serve_websocket(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    tokens: Mapping[str, str] | None = None,
-    authenticate: Callable[[str], str | None] | None = None,
+    tokens: Mapping[str, str | Identity] | None = None,
+    authenticate: Authenticator | None = None,
+    verifier: TokenVerifier | None = None,
     allowed_origins: Sequence[str] | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ssl_context: ssl.SSLContext | None = None,
@@ -256,7 +247,8 @@ async def serve_websocket(
     ``authenticate``, the handshake must carry ``Authorization: Bearer
     <token>`` with a known token (HTTP 401 otherwise), and the token's
     identity owns the tasks of the connection (``Peer.context`` is
-    ``"identity:<identity>"``): reconnecting with the same token finds them
+    ``"identity:<owner>"``, the owner being the token's subject):
+    reconnecting with the same identity (any of its tokens) finds them
     again, other identities get -32602. Without authentication, tasks are
     bound to their connection.
 
@@ -270,8 +262,14 @@ async def serve_websocket(
         tokens: Bearer token -> identity. Tokens are compared in constant
             time.
         authenticate: Called with a bearer token not in ``tokens``; returns
-            the identity (a non-empty string), or ``None`` to refuse. If it
-            raises, the handshake gets HTTP 500.
+            the identity (a name or a :class:`~trio_mcp.auth.Identity`; may be
+            ``async``), or ``None`` to refuse. If it raises, the handshake
+            gets HTTP 500.
+        verifier: A :class:`~trio_mcp.auth.TokenVerifier` (JWT,
+            introspection...) for the handshake's token, instead of
+            ``tokens``/``authenticate``: a refused token gets HTTP 401 with
+            ``error="invalid_token"``; the identity's scopes decide which
+            tools, resources and prompts the connection sees and uses.
         allowed_origins: Origins allowed besides loopback ones (exact
             strings such as ``"https://app.example"``; ``"*"`` for all).
         max_message_size: Largest accepted message (text frame); a larger
@@ -289,9 +287,9 @@ async def serve_websocket(
     """
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    server = _WebSocketServer(
-        app, _Handshake(tokens, authenticate, allowed_origins), max_message_size
-    )
+    if verifier is None and (tokens is not None or authenticate is not None):
+        verifier = CallbackVerifier(tokens, authenticate)
+    server = _WebSocketServer(app, _Handshake(verifier, allowed_origins), max_message_size)
     with unwrap_group():
         async with app.registry.running():
             listeners: list[trio.abc.Listener[Any]]

@@ -8,7 +8,7 @@ connect (as an MCP client); the role of each connection only decides who sends
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 import attrs
@@ -38,6 +38,7 @@ from ._modern import CacheHint
 from ._mrtr import StateCodec, default_secret
 from ._promptspec import PromptSpec
 from ._resourcespec import ResourceSpec, TemplateSpec
+from ._scopes import scope_set
 from ._subscriptions import Listener
 
 F = TypeVar("F", bound=ToolFunction)
@@ -78,7 +79,11 @@ class App(ServerOffers, ClientHandlers):
             always do, ``forbidden`` ones never.
         cache_hints: Method -> :class:`CacheHint` (``ttlMs`` and
             ``cacheScope`` of 2026-07-28 cacheable results); by default 0 ms,
-            ``public`` for lists and ``private`` for ``resources/read``.
+            ``public`` for lists and ``private`` for ``resources/read``
+            (lists are ``private`` too once anything has ``scopes``: they
+            then differ by caller).
+        task_scopes: Scopes every ``tasks/*`` request needs (both eras);
+            see :mod:`~._scopes` for how scopes are checked.
 
     Example::
 
@@ -100,6 +105,11 @@ class App(ServerOffers, ClientHandlers):
     request_state_secret: bytes | str | None = attrs.field(default=None, repr=False)
     cache_hints: dict[str, CacheHint] = attrs.field(factory=dict)
     modern_task_policy: bool | Callable[[str], bool] = True
+    task_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
+    #: (``tool``/``resource``/``template``/``prompt``, name) -> the scopes it needs.
+    scope_rules: dict[tuple[str, str], frozenset[str]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
     #: The tools registered with ``task_prelude=True``.
     task_preludes: set[str] = attrs.field(factory=set, init=False, repr=False)
     tools: dict[str, ToolSpec] = attrs.field(factory=dict, init=False)
@@ -151,6 +161,7 @@ class App(ServerOffers, ClientHandlers):
         immediate_response: str | None = None,
         inline: bool = False,
         task_prelude: bool = False,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -167,6 +178,7 @@ class App(ServerOffers, ClientHandlers):
         immediate_response: str | None = None,
         inline: bool = False,
         task_prelude: bool = False,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F] | F:
         """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
 
@@ -204,6 +216,9 @@ class App(ServerOffers, ClientHandlers):
                 and the ``CreateTaskResult`` is sent when it starts the task
                 (or ends). Without it the task starts before the tool runs.
                 Nothing changes in 2025-11-25 (``start_task`` does nothing).
+            scopes: OAuth scopes a caller needs: without all of them the tool
+                is left out of its ``tools/list`` and its calls are refused
+                (HTTP 403 ``insufficient_scope``; elsewhere -32602).
 
         Returns:
             A decorator that registers the function and returns it unchanged
@@ -211,13 +226,14 @@ class App(ServerOffers, ClientHandlers):
 
         Raises:
             TypeError: Not a function, or an async generator function.
-            ValueError: Bad ``task_support``, the name is taken, or
-                ``inline`` for an async function.
+            ValueError: Bad ``task_support``, the name is taken, a
+                malformed scope, or ``inline`` for an async function.
         """
         if callable(name):
             fn, name = name, None
             return self.tool()(fn)
         tool_name = name
+        required = scope_set(scopes)
 
         def register(fn: F) -> F:
             spec = make_tool_spec(
@@ -238,6 +254,7 @@ class App(ServerOffers, ClientHandlers):
             if spec.tool.name in self.tools:
                 raise ValueError(f"a tool named {spec.tool.name!r} is already registered")
             self.tools[spec.tool.name] = spec
+            self.require_scopes("tool", spec.tool.name, required)
             self._immediate[spec.tool.name] = immediate_response
             if task_prelude:
                 self.task_preludes.add(spec.tool.name)
@@ -247,6 +264,23 @@ class App(ServerOffers, ClientHandlers):
             return fn
 
         return register
+
+    def require_scopes(self, kind: str, name: str, scopes: Iterable[str] | None) -> None:
+        """Set the scopes a ``tool``, ``resource``, ``template`` or ``prompt`` needs.
+
+        The decorators' ``scopes=`` call it; call it yourself to change them
+        later (an empty set removes the rule).
+
+        Raises:
+            ValueError: An unknown kind, or a malformed scope.
+        """
+        if kind not in ("tool", "resource", "template", "prompt"):
+            raise ValueError(f"unknown kind {kind!r}")
+        required = scope_set(scopes)
+        if required:
+            self.scope_rules[(kind, name)] = required
+        else:
+            self.scope_rules.pop((kind, name), None)
 
     def immediate_response(self, tool_name: str) -> str | None:
         """The model-immediate-response text registered for ``tool_name``."""

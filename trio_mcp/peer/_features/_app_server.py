@@ -10,7 +10,7 @@ connections subscribed to a URI.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
@@ -22,6 +22,7 @@ from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
 from ._resourcespec import ResourceSpec, TemplateSpec, compile_template
+from ._scopes import scope_set
 from ._subscriptions import Listener, offer_all
 
 F = TypeVar("F", bound=AsyncFunction)
@@ -48,6 +49,8 @@ class ServerOffers:
     connections: set[PeerCore]
     listeners: set[Listener]
     tools: dict[str, Any]
+    scope_rules: dict[tuple[str, str], frozenset[str]]
+    require_scopes: Callable[[str, str, Iterable[str] | None], None]  # (App's)
 
     def _list_changed(self, kind: str) -> None:
         broadcast(self, Role.SERVER, f"notifications/{kind}/list_changed")  # type: ignore[arg-type]
@@ -63,6 +66,7 @@ class ServerOffers:
         size: int | None = None,
         annotations: Annotations | Mapping[str, Any] | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]:
         """Register an async function as the reader of a fixed resource.
 
@@ -79,11 +83,13 @@ class ServerOffers:
             size: Size in bytes, if known.
             annotations: ``Annotations`` (audience, priority, lastModified).
             icons: Icons.
+            scopes: OAuth scopes a caller needs to see it listed and read it.
 
         Raises:
             TypeError: The function is not ``async``.
-            ValueError: The URI is taken.
+            ValueError: The URI is taken, or a scope is malformed.
         """
+        required = scope_set(scopes)
 
         def register(fn: F) -> F:
             if uri in self.resources:
@@ -96,6 +102,7 @@ class ServerOffers:
             )
             sig = read_signature(fn, RequestContext, "resource")
             self.resources[uri] = ResourceSpec(resource, fn, sig)
+            self.require_scopes("resource", uri, required)
             self._list_changed("resources")
             return fn
 
@@ -111,6 +118,7 @@ class ServerOffers:
         mime_type: str | None = None,
         annotations: Annotations | Mapping[str, Any] | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]:
         """Register an async function reading the resources of a URI template.
 
@@ -126,13 +134,16 @@ class ServerOffers:
             mime_type: MIME type of the contents.
             annotations: ``Annotations``.
             icons: Icons.
+            scopes: OAuth scopes a caller needs to see it listed and read
+                its resources.
 
         Raises:
             TypeError: The function is not ``async``.
             ValueError: The template is not level 1, is taken, or names a
-                variable the function does not take.
+                variable the function does not take; a malformed scope.
         """
         pattern, variables = compile_template(uri_template)
+        required = scope_set(scopes)
 
         def register(fn: F) -> F:
             if uri_template in self.resource_templates:
@@ -149,6 +160,7 @@ class ServerOffers:
             self.resource_templates[uri_template] = TemplateSpec(
                 template, fn, sig, pattern, variables
             )
+            self.require_scopes("template", uri_template, required)
             self._list_changed("resources")
             return fn
 
@@ -166,6 +178,7 @@ class ServerOffers:
         description: str | None = None,
         arguments: Mapping[str, str] | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -176,6 +189,7 @@ class ServerOffers:
         description: str | None = None,
         arguments: Mapping[str, str] | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F] | F:
         """Register an async function as a prompt: ``@app.prompt`` or ``@app.prompt(...)``.
 
@@ -189,14 +203,17 @@ class ServerOffers:
             description: Description; the docstring by default.
             arguments: Descriptions of the arguments, by name.
             icons: Icons.
+            scopes: OAuth scopes a caller needs to see it listed and get it.
 
         Raises:
             TypeError: The function is not ``async``.
-            ValueError: The name is taken, or ``arguments`` names no parameter.
+            ValueError: The name is taken, ``arguments`` names no parameter,
+                or a scope is malformed.
         """
         if callable(name):
             return self.prompt()(name)
         prompt_name = name
+        required = scope_set(scopes)
 
         def register(fn: F) -> F:
             spec = make_prompt_spec(
@@ -206,6 +223,7 @@ class ServerOffers:
             if spec.prompt.name in self.prompts:
                 raise ValueError(f"a prompt named {spec.prompt.name!r} is already registered")
             self.prompts[spec.prompt.name] = spec
+            self.require_scopes("prompt", spec.prompt.name, required)
             self._list_changed("prompts")
             return fn
 
@@ -254,6 +272,7 @@ class ServerOffers:
             KeyError: No such tool.
         """
         del self.tools[name]
+        self.scope_rules.pop(("tool", name), None)
         self._list_changed("tools")
 
     def remove_resource(self, uri: str) -> None:
@@ -263,6 +282,7 @@ class ServerOffers:
             KeyError: No such resource.
         """
         del self.resources[uri]
+        self.scope_rules.pop(("resource", uri), None)
         self._list_changed("resources")
 
     def remove_resource_template(self, uri_template: str) -> None:
@@ -272,6 +292,7 @@ class ServerOffers:
             KeyError: No such template.
         """
         del self.resource_templates[uri_template]
+        self.scope_rules.pop(("template", uri_template), None)
         for key in [k for k in self.completers if k[:2] == ("ref/resource", uri_template)]:
             del self.completers[key]
         self._list_changed("resources")
@@ -283,6 +304,7 @@ class ServerOffers:
             KeyError: No such prompt.
         """
         del self.prompts[name]
+        self.scope_rules.pop(("prompt", name), None)
         for key in [k for k in self.completers if k[:2] == ("ref/prompt", name)]:
             del self.completers[key]
         self._list_changed("prompts")

@@ -144,6 +144,16 @@ class AppView(Protocol):
         ...
 
     @property
+    def scope_rules(self) -> Mapping[tuple[str, str], frozenset[str]]:
+        """(``tool``/``resource``/``template``/``prompt``, name) -> the scopes it needs."""
+        ...
+
+    @property
+    def task_scopes(self) -> frozenset[str]:
+        """The scopes every ``tasks/*`` request needs."""
+        ...
+
+    @property
     def connections(self) -> set[Any]:
         """The App's open connections (peers); they add and remove themselves."""
         ...

@@ -10,6 +10,7 @@ from typing import Any, TypeVar, final
 import trio
 
 from ..._errors import ConnectionClosed, LocalUsageError
+from ...auth import Identity
 from .._messages import (
     ClientCapabilities,
     CreateMessageParams,
@@ -32,6 +33,7 @@ from ._base import PeerCore
 from ._era import current_request
 from ._logging import Logging
 from ._questions import ask_all, ask_one
+from ._scopes import identity_of
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -74,6 +76,17 @@ class RequestContext:
         self.meta = meta
         self._task = task
         self._progress_count = 0.0
+
+    @property
+    def identity(self) -> Identity | None:
+        """The caller's verified identity (subject, client id, scopes, claims), if any.
+
+        Set by a transport that verified a bearer token (Streamable HTTP: the
+        token of this request, or of the session's latest request; WebSocket:
+        of the handshake); ``None`` on stdio and without a verifier. In a
+        task's work: the identity of the connection that created the task.
+        """
+        return identity_of(self.peer)
 
     @property
     def task_id(self) -> str | None:

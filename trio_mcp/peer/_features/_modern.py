@@ -110,6 +110,10 @@ DEFAULT_CACHE_HINTS: Final = {
 }
 
 
+_PUBLIC: Final = CacheHint()
+_PRIVATE: Final = CacheHint(0, "private")
+
+
 def server_info_meta(peer: PeerCore) -> dict[str, Any]:
     """``{"io.modelcontextprotocol/serverInfo": ...}`` for a result's ``_meta``."""
     return {META_SERVER_INFO: _server_info(peer)}
@@ -133,7 +137,10 @@ def _server_info(peer: PeerCore) -> dict[str, Any]:
 def cache_hint(peer: PeerCore, method: str) -> CacheHint:
     """The App's cache hint for ``method``'s results, else the default."""
     hints: Mapping[str, CacheHint] = peer.app.cache_hints
-    return hints.get(method) or DEFAULT_CACHE_HINTS.get(method) or CacheHint()
+    found = hints.get(method) or DEFAULT_CACHE_HINTS.get(method)
+    if found is None and peer.app.scope_rules:
+        return _PRIVATE  # lists filtered by the caller's scopes differ by caller
+    return found or _PUBLIC
 
 
 def envelope(peer: PeerCore, method: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from .._tasks._shared import InputAnswer
 from ._base import PeerCore
 from ._era import ModernRequest, current_request
 from ._mrtr import InputRequired
+from ._scopes import check_task_scopes
 
 #: The extension's identifier.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -257,6 +258,7 @@ def _task_id(req: Request) -> str:
 
 async def _record(peer: PeerCore, task_id: str) -> TaskRecord:
     """The requestor's task, once durable (-32602 if unknown, expired or foreign)."""
+    check_task_scopes(peer, "tasks/*")
     registry = peer.app.registry
     registry.check_rate(peer.context)
     if registry.cluster is None:

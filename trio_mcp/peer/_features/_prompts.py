@@ -24,6 +24,11 @@ from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._pages import page
 from ._promptspec import PromptSpec, missing_arguments, to_prompt_result
+from ._scopes import check_scopes, rule, visible
+
+
+def _name(spec: PromptSpec) -> str:
+    return spec.prompt.name
 
 
 class Prompts(PeerCore):
@@ -45,7 +50,7 @@ class Prompts(PeerCore):
 
     async def _on_prompts_list(self, req: Request) -> ListPromptsResult:
         self._serving_prompts(req)
-        specs: list[PromptSpec] = list(self.app.prompts.values())
+        specs: list[PromptSpec] = visible(self, "prompt", self.app.prompts.values(), _name)
         items, cursor = page(req, specs)
         return ListPromptsResult(prompts=[s.prompt for s in items], next_cursor=cursor)
 
@@ -55,6 +60,9 @@ class Prompts(PeerCore):
         spec: PromptSpec | None = self.app.prompts.get(params.name)
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {params.name[:100]}")
+        if self.app.scope_rules:
+            check_scopes(self, rule(self.app, "prompt", params.name),
+                         f"prompt {params.name[:100]!r}")
         arguments = params.arguments or {}
         bad = [k for k, v in arguments.items() if not isinstance(v, str)]
         if bad:

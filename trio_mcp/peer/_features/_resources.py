@@ -34,6 +34,7 @@ from ._callbacks import run_callback
 from ._context import RequestContext
 from ._pages import page
 from ._resourcespec import ResourceSpec, TemplateSpec, to_read_result
+from ._scopes import check_scopes, rule, visible
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -56,6 +57,14 @@ def find_resource(
         if variables is not None:
             return template, variables
     return None
+
+
+def _resource_uri(spec: ResourceSpec) -> str:
+    return spec.resource.uri
+
+
+def _template_uri(spec: TemplateSpec) -> str:
+    return spec.template.uri_template
 
 
 class Resources(PeerCore):
@@ -92,13 +101,17 @@ class Resources(PeerCore):
 
     async def _on_resources_list(self, req: Request) -> ListResourcesResult:
         self._serving_resources(req)
-        specs: list[ResourceSpec] = list(self.app.resources.values())
+        specs: list[ResourceSpec] = visible(
+            self, "resource", self.app.resources.values(), _resource_uri
+        )
         items, cursor = page(req, specs)
         return ListResourcesResult(resources=[s.resource for s in items], next_cursor=cursor)
 
     async def _on_templates_list(self, req: Request) -> ListResourceTemplatesResult:
         self._serving_resources(req)
-        specs: list[TemplateSpec] = list(self.app.resource_templates.values())
+        specs: list[TemplateSpec] = visible(
+            self, "template", self.app.resource_templates.values(), _template_uri
+        )
         items, cursor = page(req, specs)
         return ListResourceTemplatesResult(
             resource_templates=[s.template for s in items], next_cursor=cursor
@@ -112,6 +125,11 @@ class Resources(PeerCore):
         found = find_resource(self.app, uri)
         if found is None:
             raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        if self.app.scope_rules:
+            spec = found[0]
+            required = rule(self.app, "resource", uri) if isinstance(spec, ResourceSpec) else (
+                rule(self.app, "template", spec.template.uri_template))
+            check_scopes(self, required, f"resource {uri[:100]!r}")
         return uri, *found
 
     async def _on_resources_read(self, req: Request) -> ReadResourceResult:

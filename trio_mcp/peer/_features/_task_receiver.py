@@ -26,6 +26,7 @@ from .._session import Reply
 from .._tasks import PulledInputs, TaskActor
 from ._base import AppView, PeerCore
 from ._era import current_request
+from ._scopes import check_task_scopes
 
 T = TypeVar("T")
 
@@ -141,6 +142,7 @@ class TaskReceiver(PeerCore):
 
     def _on_tasks_get(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks()
+        check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
@@ -152,6 +154,7 @@ class TaskReceiver(PeerCore):
         self, req: Request
     ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
+        check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
@@ -163,6 +166,7 @@ class TaskReceiver(PeerCore):
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")
+        check_task_scopes(self, req.method)
         params = from_wire(req.params or {}, PaginatedParams)
         self.app.registry.check_rate(self.context)
         tasks, cursor = await self.app.registry.list(self.context, params.cursor)
@@ -170,6 +174,7 @@ class TaskReceiver(PeerCore):
 
     def _on_tasks_cancel(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
         self._require_tasks("cancel")
+        check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)

@@ -41,6 +41,7 @@ from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._modern_requestor import call_and_follow, modern_handle
+from ._scopes import check_scopes, rule, visible
 from ._task_receiver import accept_task, hosts
 
 log = logging.getLogger("trio_mcp.peer")
@@ -76,7 +77,7 @@ class Tools(PeerCore):
         if self.role is not Role.SERVER or not self.app.tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/list")
         params = PaginatedParams() if not req.params else from_wire(req.params, PaginatedParams)
-        tools = list(self.app.tools.values())
+        tools = visible(self, "tool", self.app.tools.values(), _tool_name)
         start = 0
         if params.cursor is not None:
             if not params.cursor.isdigit() or int(params.cursor) > len(tools):
@@ -100,6 +101,8 @@ class Tools(PeerCore):
         spec: ToolSpec | None = tools.get(name)
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
+        if self.app.scope_rules:
+            check_scopes(self, rule(self.app, "tool", name), f"tool {name!r}")
         support = spec.tool.task_support
         if (task is not None or support == "required") and hosts(self, "tools/call"):
             if task is not None and support == "forbidden":
@@ -333,6 +336,10 @@ class Tools(PeerCore):
         handle.progress_token = token
         return handle
 
+
+
+def _tool_name(spec: ToolSpec) -> str:
+    return spec.tool.name
 
 
 def _tool_failed(spec: ToolSpec, exc: Exception) -> dict[str, Any]:

@@ -1,12 +1,9 @@
 """A durable task store on SQLite: records survive a crash of the process.
 
 Reads are served from memory (a :class:`MemoryTaskStore` the store keeps in
-step). Every change is also written to the file by one writer thread that owns
-the ``sqlite3`` connection (WAL journal), so the Trio thread never touches the
-disk. Writes are committed in groups: the changes made while the Trio thread
-runs one batch of tasks are handed to the writer together (by a small flusher
-task), committed in one transaction, and the Trio thread is told once per
-commit (``run_sync_soon``), not once per write or per waiter.
+step). Writes are committed in groups: the changes made while the Trio thread
+runs one batch of tasks are committed together, in one transaction, by a small
+flusher task that runs after that batch (the group commit).
 :meth:`SqliteTaskStore.sync` waits until every change made so far is
 committed; the registry awaits it before it acknowledges anything (a created
 task, a terminal status, a result), so what a requestor was told survives a
@@ -14,7 +11,15 @@ task, a terminal status, a result), so what a requestor was told survives a
 records are dropped, and tasks that were ``working`` or ``input_required``
 when the process died become ``failed`` with a status message saying so.
 
-If the disk fails (full, read-only), the writer keeps the failed batch and
+The commit runs on the Trio thread: with the WAL journal and
+``synchronous=NORMAL`` a commit appends to the WAL file (a ``write`` into the
+OS page cache, no ``fsync``), tens of microseconds, less than handing it to a
+thread and back (measured in bench/RESULTS.md, "Session 7"). What may wait on
+the disk, the checkpoints that copy the WAL into the database and ``fsync``,
+runs in a thread of its own (``wal_autocheckpoint`` is off on the writing
+connection). Loading the file at start is done in a thread too.
+
+If the disk fails (full, read-only), the flusher keeps the failed changes and
 retries every second; meanwhile :meth:`sync` raises after
 :data:`SYNC_TIMEOUT` seconds, so requests get a clear error instead of
 hanging, and service resumes once a retry commits.
@@ -22,7 +27,6 @@ hanging, and service resumes once a retry commits.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import queue
@@ -52,6 +56,8 @@ LOST_MESSAGE: Final = (
     "The server stopped while this task was running (it was restarted); its work was lost."
 )
 _RETRY_SECONDS: Final = 1.0
+#: Commits between two checkpoints (the WAL grows by about a page per commit).
+_CHECKPOINT_EVERY: Final = 500
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS tasks (
     task_id TEXT PRIMARY KEY,
@@ -108,22 +114,17 @@ class SqliteTaskStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._memory = MemoryTaskStore()
-        # Trio thread -> writer thread: lists of changes (None: close).
-        self._queue: queue.SimpleQueue[list[tuple[Any, ...]] | None] = queue.SimpleQueue()
-        # Changes made since the last hand-over (Trio thread only).
-        self._pending: list[tuple[Any, ...]] = []
-        self._queued = 0  # changes made (Trio thread)
-        self._handed = 0  # changes handed to the writer (Trio thread)
-        self._done = 0  # changes committed (written by the writer thread only)
-        # Waiters: the event of the changes not handed over yet, and per batch
-        # handed over, (its last change's number, its event), oldest first.
-        self._open_batch = trio.Event()
-        self._batches: collections.deque[tuple[int, trio.Event]] = collections.deque()
+        self._conn: sqlite3.Connection | None = None
+        self._pending: list[tuple[Any, ...]] = []  # changes not committed yet, in order
+        self._queued = 0  # changes made
+        self._done = 0  # changes committed
+        self._committed = trio.Event()  # set (and replaced) at every commit
         self._kick: trio.Event | None = None
         self._failure: str | None = None
-        self._thread: threading.Thread | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
         self._flusher: trio.CancelScope | None = None
+        self._commits = 0
+        self._checkpoints: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._checkpointer: threading.Thread | None = None
         self._expires: dict[str, float | None] = {}
 
     def __repr__(self) -> str:
@@ -162,12 +163,12 @@ class SqliteTaskStore:
         )  # fmt: skip
 
     def _write(self, item: tuple[Any, ...]) -> None:
-        if self._thread is None:
+        if self._conn is None:
             raise RuntimeError("the SQLite task store is not open (run the registry)")
         self._pending.append(item)
         self._queued += 1
         kick = self._kick
-        if kick is not None:  # the first change since the last hand-over
+        if kick is not None:  # the first change since the last commit
             self._kick = None
             kick.set()
 
@@ -191,12 +192,9 @@ class SqliteTaskStore:
         target = self._queued
         if self._done >= target:
             return
-        if target > self._handed:
-            event = self._open_batch
-        else:
-            event = next(e for last, e in self._batches if last >= target)
         with trio.move_on_after(SYNC_TIMEOUT):
-            await event.wait()
+            while self._done < target:
+                await self._committed.wait()
             return
         raise McpError(
             INTERNAL_ERROR,
@@ -204,72 +202,119 @@ class SqliteTaskStore:
             "retry later",
         )
 
-    def _hand_over(self) -> None:
-        """Give the writer every change made since the last hand-over (Trio thread)."""
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        self._handed += len(batch)
-        self._batches.append((self._handed, self._open_batch))
-        self._open_batch = trio.Event()
-        self._queue.put(batch)
-
     async def _flush(self, scope: trio.CancelScope) -> None:
-        """The flusher: after each scheduler batch that made changes, hand them over
-        together (one transaction for all of them: the group commit)."""
+        """The flusher: after each scheduler batch that made changes, commit them
+        together; on a failure, keep them and retry every :data:`_RETRY_SECONDS`."""
         with scope:
             while True:
                 if not self._pending:
                     kick = self._kick = trio.Event()
                     await kick.wait()  # resumes after the batch that made the first change
-                self._hand_over()
+                if not self._commit_pending():
+                    await trio.sleep(_RETRY_SECONDS)
 
-    def _committed(self) -> None:
-        """Wake the waiters of every batch committed so far (run in the Trio thread)."""
-        done, batches = self._done, self._batches
-        while batches and batches[0][0] <= done:
-            batches.popleft()[1].set()
+    def _commit_pending(self) -> bool:
+        """Commit every pending change in one transaction; False if it failed."""
+        conn, changes = self._conn, self._pending
+        if conn is None or not changes:
+            return True
+        # Each change sets a whole row (or deletes it): the last one per task wins.
+        last: dict[str, tuple[Any, ...]] = {}
+        for change in changes:
+            last[change[1][0] if change[0] == "upsert" else change[1]] = change
+        rows = [change[1] for change in last.values() if change[0] == "upsert"]
+        gone = [(change[1],) for change in last.values() if change[0] == "delete"]
+        try:
+            conn.execute("BEGIN")
+            if gone:
+                conn.executemany("DELETE FROM tasks WHERE task_id = ?", gone)
+            if rows:
+                conn.executemany(_UPSERT, rows)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if self._failure is None:
+                log.error("%s: writes failing, retrying every second: %s", self, exc)
+            self._failure = f"{type(exc).__name__}: {exc}"
+            return False
+        if self._failure is not None:
+            log.warning("%s: writes succeed again", self)
+            self._failure = None
+        self._pending = []
+        self._done += len(changes)
+        committed, self._committed = self._committed, trio.Event()
+        committed.set()
+        self._commits += 1
+        if self._commits % _CHECKPOINT_EVERY == 0:
+            self._checkpoints.put(True)
+        return True
+
+    def _checkpoint(self) -> None:
+        """The checkpoint thread: copy the WAL into the database when asked (it
+        waits on the disk, so never on the Trio thread); a last one at close."""
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            while True:
+                more = self._checkpoints.get()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:
+                    log.warning("%s: checkpoint failed (retried later): %s", self, exc)
+                if not more:
+                    return
+        finally:
+            conn.close()
 
     # --- opening and closing ----------------------------------------------------------------
 
     async def open(self) -> Restored:
-        """Open (or create) the file, load what it holds, start the writer.
+        """Open (or create) the file, load what it holds, start the flusher.
 
         Raises:
             sqlite3.Error: The file cannot be opened or is not a task store.
 
         Cancellation: the loading finishes in its thread; the store stays closed.
         """
-        if self._thread is not None:
+        if self._conn is not None:
             raise RuntimeError("the SQLite task store is already open")
         now_wall, now_trio = time.time(), trio.current_time()
         conn, restored = await trio.to_thread.run_sync(self._load, now_wall, now_trio)
         for record in restored.records:
             self._memory.add(record)
-        self._token = trio.lowlevel.current_trio_token()
-        self._thread = threading.Thread(
-            target=self._writer, args=(conn,), name=f"trio-mcp sqlite {self.path.name}",
-            daemon=True,
+        self._conn = conn
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint, name=f"trio-mcp sqlite {self.path.name}", daemon=True
         )
-        self._thread.start()
+        self._checkpointer.start()
         self._flusher = trio.CancelScope()
         trio.lowlevel.spawn_system_task(self._flush, self._flusher, name=f"{self!r} flusher")
         return restored
 
     async def aclose(self) -> None:
-        """Commit what is queued (for at most :data:`SYNC_TIMEOUT` s) and stop the writer.
+        """Commit what is pending (retrying for at most :data:`SYNC_TIMEOUT` s), stop.
 
-        Cancellation: the writer finishes on its own.
+        Cancellation: the last checkpoint finishes in its thread.
         """
-        thread = self._thread
-        if thread is None:
+        conn = self._conn
+        if conn is None:
             return
         if self._flusher is not None:
             self._flusher.cancel()
-        self._hand_over()
-        self._queue.put(None)
-        await trio.to_thread.run_sync(thread.join, SYNC_TIMEOUT, abandon_on_cancel=True)
-        self._thread = None
+        give_up = trio.current_time() + SYNC_TIMEOUT
+        while True:
+            if self._commit_pending() or trio.current_time() >= give_up:
+                break
+            with trio.CancelScope(shield=True):
+                await trio.sleep(_RETRY_SECONDS)
+        self._conn = None
+        conn.close()
+        self._checkpoints.put(False)
+        if self._checkpointer is not None:
+            await trio.to_thread.run_sync(
+                self._checkpointer.join, SYNC_TIMEOUT, abandon_on_cancel=True
+            )
 
     def _load(self, now_wall: float, now_trio: float) -> tuple[sqlite3.Connection, Restored]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,6 +323,9 @@ class SqliteTaskStore:
         # WAL + NORMAL: a commit survives a crash of the process (SIGKILL);
         # only a power loss may take the last transactions.
         conn.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoints (they fsync) run in the store's checkpoint thread, not on commit.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("PRAGMA busy_timeout=100")
         conn.executescript(_SCHEMA)
         row = conn.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()
         if row is None:
@@ -327,61 +375,3 @@ class SqliteTaskStore:
             status_message=status_message,
             outcome=outcome_from_json(outcome),
         )
-
-    # --- the writer thread ---------------------------------------------------------------
-
-    def _writer(self, conn: sqlite3.Connection) -> None:
-        closing = False
-        try:
-            while not closing:
-                batches = [self._queue.get()]
-                while True:
-                    try:
-                        batches.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                changes: list[tuple[Any, ...]] = []
-                for batch in batches:
-                    if batch is None:
-                        closing = True
-                    else:
-                        changes += batch
-                if changes:
-                    self._commit(conn, changes)
-        finally:
-            conn.close()
-
-    def _commit(self, conn: sqlite3.Connection, changes: list[tuple[Any, ...]]) -> None:
-        # Each change sets a whole row (or deletes it): the last one per task wins.
-        last: dict[str, tuple[Any, ...]] = {}
-        for change in changes:
-            last[change[1][0] if change[0] == "upsert" else change[1]] = change
-        rows = [change[1] for change in last.values() if change[0] == "upsert"]
-        gone = [(change[1],) for change in last.values() if change[0] == "delete"]
-        while True:
-            try:
-                conn.execute("BEGIN")
-                if gone:
-                    conn.executemany("DELETE FROM tasks WHERE task_id = ?", gone)
-                if rows:
-                    conn.executemany(_UPSERT, rows)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                if self._failure is None:
-                    log.error("%s: writes failing, retrying every second: %s", self, exc)
-                self._failure = f"{type(exc).__name__}: {exc}"
-                time.sleep(_RETRY_SECONDS)
-                continue
-            if self._failure is not None:
-                log.warning("%s: writes succeed again", self)
-                self._failure = None
-            self._done += len(changes)
-            token = self._token
-            if token is not None:
-                with contextlib.suppress(trio.RunFinishedError):
-                    token.run_sync_soon(self._committed)
-            return
-

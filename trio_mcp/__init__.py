@@ -36,6 +36,8 @@ from ._errors import TaskFailed as TaskFailed
 from ._errors import TrioMcpError as TrioMcpError
 from ._errors import UnsupportedProtocolVersion as UnsupportedProtocolVersion
 from ._runner import App as App
+from ._telemetry import configure_tracing as configure_tracing
+from ._telemetry import tracing_enabled as tracing_enabled
 from .peer._features import Peer as Peer
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
@@ -212,6 +214,7 @@ __all__ = [
     "Undecodable",
     "UnsupportedProtocolVersion",
     "WebSocketAddress",
+    "configure_tracing",
     "memory_bus_pair",
     "next_status",
     "open_bus",
@@ -226,6 +229,7 @@ __all__ = [
     "serve_http",
     "serve_stdio",
     "serve_websocket",
+    "tracing_enabled",
     "wrap_stdio_streams",
     "wrap_websocket",
 ]

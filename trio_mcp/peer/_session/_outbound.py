@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
+from ... import _telemetry
 from ..._errors import ConnectionClosed, RemoteError, RemoteProtocolError
 from .._messages import (
     ErrorResponse,
@@ -261,6 +262,7 @@ class Outbound:
         *,
         progress: ProgressCallback | None = None,
         cancellable: bool = True,
+        _traced: bool = False,  # internal: its client span is made (tracing on)
     ) -> dict[str, Any]:
         """Send a request and return its raw result JSON.
 
@@ -281,6 +283,8 @@ class Outbound:
         """
         if self._closed:
             raise ConnectionClosed("the connection is closed")
+        if _telemetry.active is not None and not _traced:  # under a client span
+            return await _telemetry.active.request(self, method, params, progress, cancellable)
         gate = self.gate
         if gate is not None and method not in self.gate_exempt and not gate.is_set():
             await gate.wait()

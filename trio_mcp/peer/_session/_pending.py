@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, final
 import attrs
 import trio
 
+from ... import _telemetry
 from .._messages import ErrorResponse, RequestId, Response, Undecodable
 
 log = logging.getLogger("trio_mcp.session")
@@ -56,11 +57,14 @@ class PendingRequests:
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, PendingRequest] = {}
         self._progress: dict[RequestId, ProgressCallback] = {}
+        _telemetry.refresh()  # tracing on or off for this connection's messages
 
     def add(self, method: str) -> tuple[int, PendingRequest]:
         """Allocate an id for a new request of ``method`` and record it."""
         request_id = next(self._ids)
         pending = self._pending[request_id] = PendingRequest(method)
+        if _telemetry.active is not None:
+            _telemetry.sending(request_id)  # the id of the current client span's request
         return request_id, pending
 
     def remove(self, request_id: RequestId) -> None:

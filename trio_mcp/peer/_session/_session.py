@@ -37,6 +37,7 @@ from typing import Any, TypeAlias, TypeVar, final
 import attrs
 import trio
 
+from ... import _telemetry
 from ..._errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -80,6 +81,7 @@ Admission: TypeAlias = Callable[[Request], ErrorData | None]
 #: answer is on the bus, so a peer that sends without reading is slowed down
 #: (backpressure) instead of making this side start a task per request.
 MAX_CONCURRENT_REQUESTS = 1_024
+_ID_IN_USE = "Invalid request: this id is already in use by a request"
 
 @final
 @attrs.frozen
@@ -226,8 +228,10 @@ class Session(Outbound):
         if message_observers and not isinstance(item, Undecodable):
             self._observe("received", item)
         match item:
-            case Request():
+            case Request() if _telemetry.active is None:
                 self._on_request(item)
+            case Request():  # under its server span (ended by _answer, _failure, _refuse)
+                _telemetry.serve(self, item, self._on_request)
             case Notification():
                 self._on_notification(item)
             case Response() | ErrorResponse():
@@ -291,18 +295,14 @@ class Session(Outbound):
 
     def _on_request(self, req: Request) -> None:
         if req.id in self._inflight:
-            error = ErrorData(
-                INVALID_REQUEST, "Invalid request: this id is already in use by a request"
-            )
-            self._reply_soon(ErrorResponse(req.id, error))
+            _refuse(self, req, ErrorData(INVALID_REQUEST, _ID_IN_USE))
             return
         if self.route is not None and _refused(self, self.route, req):
             return
         immediate = self.immediate_handlers.get(req.method)
         handler = self.request_handlers.get(req.method) if immediate is None else None
         if immediate is None and handler is None:
-            error = ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
-            self._reply_soon(ErrorResponse(req.id, error))
+            _refuse(self, req, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}"))
             return
         if self.admit is not None and _refused(self, self.admit, req):
             return
@@ -339,6 +339,8 @@ class Session(Outbound):
                 reply, after_send = _answer(req, await work)
             except Exception as exc:
                 reply = _failure(req, exc)
+        if reply is None and _telemetry.active is not None:
+            _telemetry.answered(req.id, None)  # cancelled: its span ends unanswered
         del self._inflight[req.id]
         self.uncancellable.discard(req.id)
         self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
@@ -405,15 +407,28 @@ def _refused(session: Session, check: Admission, req: Request) -> bool:
     refusal = check(req)
     if refusal is None:
         return False
-    session._reply_soon(ErrorResponse(req.id, refusal))
+    _refuse(session, req, refusal)
     return True
+
+
+def _refuse(session: Session, req: Request, error: ErrorData) -> None:
+    """Answer ``req`` with ``error`` without serving it."""
+    reply = ErrorResponse(req.id, error)
+    if _telemetry.active is not None:
+        _telemetry.answered(req.id, reply)
+    session._reply_soon(reply)
 
 
 def _answer(req: Request, out: Any) -> tuple[Message, Callable[[], None] | None]:
     """A handler's outcome as the response to ``req``, and what to call once it is sent."""
+    after_send = None
     if isinstance(out, Reply):
-        return Response(req.id, out.result), out.after_send
-    return Response(req.id, out if isinstance(out, dict) else wire_object(out)), None
+        reply, after_send = Response(req.id, out.result), out.after_send
+    else:
+        reply = Response(req.id, out if isinstance(out, dict) else wire_object(out))
+    if _telemetry.active is not None:
+        _telemetry.answered(req.id, reply)
+    return reply, after_send
 
 
 def _failure(req: Request, exc: Exception) -> ErrorResponse:
@@ -422,9 +437,13 @@ def _failure(req: Request, exc: Exception) -> ErrorResponse:
     The one place where errors become wire errors.
     """
     if isinstance(exc, McpError):
-        return ErrorResponse(req.id, ErrorData(exc.code, exc.message, exc.data))
-    log.exception("handler for %s failed", req.method, exc_info=exc)
-    return ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
+        reply = ErrorResponse(req.id, ErrorData(exc.code, exc.message, exc.data))
+    else:
+        log.exception("handler for %s failed", req.method, exc_info=exc)
+        reply = ErrorResponse(req.id, ErrorData(INTERNAL_ERROR, "Internal error"))
+    if _telemetry.active is not None:
+        _telemetry.answered(req.id, reply)
+    return reply
 
 
 def _answer_at_once(

@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeAlias, final
 import attrs
 import trio
 
+from ... import _telemetry
 from ..._errors import INTERNAL_ERROR, ConnectionClosed, McpError, RemoteError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._connection import TaskConnection
@@ -68,6 +69,8 @@ class _InputRequest:
     result: dict[str, Any] | None = None
     error: RemoteError | ConnectionClosed | None = None
     peer: TaskConnection | None = None
+    #: With tracing: the task's work span context, to send the request under.
+    context: Any = None
 
 
 _InputChannel: TypeAlias = tuple[
@@ -130,6 +133,8 @@ class TaskActor:
     #: What the features keep while the work runs before its task is announced
     #: (the 2026-07-28 prelude); opaque here.
     prelude: Any = None
+    #: With tracing on: the work's span (``trio_mcp._telemetry._otel.TaskTrace``).
+    trace: Any = None
 
     def _input_channel(self) -> _InputChannel:
         if self._inputs is None:
@@ -205,6 +210,10 @@ class TaskActor:
         Cancelling the registry's nursery ends the actor without a status
         change.
         """
+        tracing = _telemetry.active
+        if tracing is not None and self.trace is None:  # run under the work's own span
+            await tracing.run_task(self, lambda: self.run(work, task_status=task_status))
+            return
         registry = self.registry
         if work is None:
             work, self._work = self._work, None
@@ -268,6 +277,9 @@ class TaskActor:
         self._pending_inputs += 1
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
+        if self.trace is not None:
+            item.context = self.trace.context
+            self.trace.status_changed(self.record)
         try:
             if self.pulled is not None and posted is not None:
                 relay = self.registry.input_relay
@@ -296,6 +308,8 @@ class TaskActor:
             self._pending_inputs -= 1
             if self._pending_inputs == 0 and self.record.status is TaskStatus.INPUT_REQUIRED:
                 self.registry.transition(self, TaskEvent.INPUT_GIVEN)
+                if self.trace is not None:
+                    self.trace.status_changed(self.record)
 
     async def wait_done(self, peer: TaskConnection) -> None:
         """Wait until the task ends, delivering its side-channel requests over ``peer``.
@@ -342,7 +356,10 @@ async def _deliver(
         return
     item.claimed = True
     try:
-        item.result = await peer.request_raw(item.method, item.params)
+        request: Awaitable[dict[str, Any]] = peer.request_raw(item.method, item.params)
+        if item.context is not None:  # sent under the task's work span
+            request = _telemetry.within(item.context, request)
+        item.result = await request
         item.peer = peer
     except RemoteError as exc:
         item.error = exc

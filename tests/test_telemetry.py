@@ -1,0 +1,296 @@
+"""Tracing (the ``otel`` extra): spans, metrics and trace context per the MCP conventions.
+
+The OpenTelemetry semantic conventions for MCP (``docs/gen-ai/mcp.md`` of
+``open-telemetry/semantic-conventions-genai``) and SEP-414 (trace context in
+``params._meta``, ``docs/specification/2026-07-28/basic/index.mdx``: "the keys
+``traceparent``, ``tracestate``, and ``baggage`` are reserved for OpenTelemetry
+trace context propagation"). Spans go to the SDK's in-memory exporter; the SDK
+is in the ``dev`` extra, and these tests skip without it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import trio_mcp
+from trio_mcp import _telemetry
+from trio_mcp.peer._session import message_observers
+
+from .helpers import ROOT, client_app, connect
+from .raw import open_raw
+
+sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
+from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+
+
+class Otel:
+    """An SDK tracer and meter provider writing to memory, and what they hold."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = sdk_trace.TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.tracer = self.tracer_provider.get_tracer("test")
+
+    def spans(self) -> list[Any]:
+        return list(self.exporter.get_finished_spans())
+
+    def named(self, name: str, kind: SpanKind | None = None) -> list[Any]:
+        return [s for s in self.spans() if s.name == name and (kind is None or s.kind == kind)]
+
+    def one(self, name: str, kind: SpanKind) -> Any:
+        found = self.named(name, kind)
+        assert len(found) == 1, (name, kind, [(s.name, s.kind) for s in self.spans()])
+        return found[0]
+
+    def histogram(self, name: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        points: list[Any] = []
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == name:
+                        assert metric.unit == "s"
+                        points.extend(metric.data.data_points)
+        return points
+
+
+@pytest.fixture
+def otel() -> Iterator[Otel]:
+    state = Otel()
+    trio_mcp.configure_tracing(
+        enabled=True, tracer_provider=state.tracer_provider, meter_provider=state.meter_provider
+    )
+    try:
+        yield state
+    finally:
+        trio_mcp.configure_tracing()  # back to automatic (off: no global provider)
+        assert _telemetry.active is None
+
+
+@pytest.fixture
+def wire() -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def observe(direction: str, msg: dict[str, Any], method: str | None) -> None:
+        seen.append((direction, msg))
+
+    message_observers.append(observe)
+    try:
+        yield seen
+    finally:
+        message_observers.remove(observe)
+
+
+def _parent(span: Any) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+async def test_telemetry_one_trace_spans_a_task_its_work_its_elicitation_and_its_result(
+    otel: Otel,
+) -> None:
+    """Our client's ``tools/call`` as a task, the server span, the task's work span
+    (a child linked to its creator), the elicitation the task sends back to the client
+    and the final ``tasks/result``: one trace, over Streamable HTTP, with the
+    conventions' attributes."""
+    app = client_app(elicit_content={"approve": True})
+    with otel.tracer.start_as_current_span("agent") as root:
+        async with connect("http", app) as client:
+            handle = await client.call_tool_task("approve", {"question": "ship it?"})
+            result = await handle.result()
+    assert result.text == "approved: ship it?"
+    trace_id = root.get_span_context().trace_id
+    task_id = handle.task_id
+
+    call_out = otel.one("tools/call approve", SpanKind.CLIENT)
+    call_in = otel.one("tools/call approve", SpanKind.SERVER)
+    work = otel.one("task tools/call approve", SpanKind.INTERNAL)
+    ask_out = otel.one("elicitation/create", SpanKind.CLIENT)
+    ask_in = otel.one("elicitation/create", SpanKind.SERVER)
+    result_out = otel.one("tasks/result", SpanKind.CLIENT)
+    result_in = otel.one("tasks/result", SpanKind.SERVER)
+    everything = [call_out, call_in, work, ask_out, ask_in, result_out, result_in]
+    assert {s.context.trace_id for s in everything} == {trace_id}
+
+    # Parents: client -> server (through _meta) -> the task's work -> the question
+    # sent back -> the client's handler of it; tasks/result under the caller's span.
+    assert _parent(call_out) == root.get_span_context().span_id
+    assert _parent(call_in) == call_out.context.span_id and call_in.parent.is_remote
+    assert _parent(work) == call_in.context.span_id
+    assert [link.context.span_id for link in work.links] == [call_in.context.span_id]
+    assert _parent(ask_out) == work.context.span_id
+    assert _parent(ask_in) == ask_out.context.span_id
+    assert _parent(result_out) == root.get_span_context().span_id
+    assert _parent(result_in) == result_out.context.span_id
+
+    for span in (call_out, call_in):
+        attrs = span.attributes
+        assert attrs["mcp.method.name"] == "tools/call"
+        assert attrs["gen_ai.tool.name"] == "approve"
+        assert attrs["gen_ai.operation.name"] == "execute_tool"
+        assert attrs["jsonrpc.request.id"] == str(attrs["jsonrpc.request.id"])
+        assert attrs["mcp.protocol.version"] == "2025-11-25"
+        assert attrs["network.transport"] == "tcp" and attrs["network.protocol.name"] == "http"
+        assert attrs["mcp.task.id"] == task_id
+        assert "error.type" not in attrs and span.status.status_code is StatusCode.UNSET
+    assert call_in.attributes["mcp.session.id"]
+    assert work.attributes["mcp.task.id"] == task_id
+    assert work.attributes["gen_ai.tool.name"] == "approve"
+    statuses = [e.attributes["mcp.task.status"] for e in work.events if e.name == "mcp.task.status"]
+    assert statuses == ["working", "input_required", "working", "completed"]
+    for span in (ask_out, ask_in, result_out, result_in):
+        assert span.attributes["mcp.task.id"] == task_id
+    assert ask_in.attributes["jsonrpc.request.id"] == ask_out.attributes["jsonrpc.request.id"]
+
+    server_points = otel.histogram("mcp.server.operation.duration")
+    client_points = otel.histogram("mcp.client.operation.duration")
+    tool_point = [p for p in server_points if p.attributes.get("gen_ai.tool.name") == "approve"]
+    assert tool_point and tool_point[0].count == 1 and tool_point[0].sum >= 0
+    assert tool_point[0].attributes["mcp.method.name"] == "tools/call"
+    assert "jsonrpc.request.id" not in tool_point[0].attributes  # low cardinality only
+    assert tool_point[0].explicit_bounds[:3] == (0.01, 0.02, 0.05)
+    methods = {p.attributes["mcp.method.name"] for p in client_points}
+    assert {"initialize", "tools/call", "tasks/result", "elicitation/create"} <= methods
+
+
+async def test_telemetry_errors_set_error_type(otel: Otel) -> None:
+    """``error.type``: the JSON-RPC code for an error answer (and
+    ``rpc.response.status_code``), ``tool_error`` for a ``CallToolResult`` with
+    ``isError``; the span status is ERROR with the error's message."""
+    async with connect("memory") as client:
+        failed = await client.call_tool("fail", {"message": "no luck"})
+        assert failed.is_error
+        with pytest.raises(trio_mcp.RemoteError):
+            await client.call_tool("no_such_tool", {})
+    for kind in (SpanKind.CLIENT, SpanKind.SERVER):
+        tool_error = otel.one("tools/call fail", kind)
+        assert tool_error.attributes["error.type"] == "tool_error"
+        assert tool_error.status.status_code is StatusCode.ERROR
+        unknown = otel.one("tools/call no_such_tool", kind)
+        code = unknown.attributes["error.type"]
+        assert code == unknown.attributes["rpc.response.status_code"] == "-32602"
+        assert unknown.status.status_code is StatusCode.ERROR and unknown.status.description
+    points = otel.histogram("mcp.server.operation.duration")
+    assert {p.attributes.get("error.type") for p in points} >= {"tool_error", "-32602"}
+
+
+async def test_telemetry_trace_context_travels_in_meta_both_ways(
+    otel: Otel, wire: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """SEP-414: ``traceparent`` (W3C format) in ``params._meta`` of every request,
+    client to server and server to client (the task's elicitation), beside the
+    keys that were there (``progressToken``, the related-task ``_meta``)."""
+    app = client_app(elicit_content={"approve": True})
+    async with connect("memory", app) as client:
+        handle = await client.call_tool_task("approve", {"question": "q"})
+        await handle.result()
+    requests = [msg for direction, msg in wire if direction == "sent" and "method" in msg
+                and "id" in msg]
+    assert {msg["method"] for msg in requests} >= {"initialize", "tools/call", "elicitation/create"}
+    for msg in requests:
+        parent = msg["params"]["_meta"]["traceparent"]
+        version, trace_id, span_id, flags = parent.split("-")
+        assert (version, len(trace_id), len(span_id)) == ("00", 32, 16)
+        assert int(flags, 16) & 1  # sampled
+    ask = next(msg for msg in requests if msg["method"] == "elicitation/create")
+    assert ask["params"]["_meta"][trio_mcp.RELATED_TASK_META] == {"taskId": handle.task_id}
+    # Notifications and answers carry nothing new.
+    assert not [msg for _, msg in wire if "method" not in msg
+                and "traceparent" in str(msg.get("result", {}).get("_meta", ""))]
+
+
+async def test_telemetry_off_adds_no_meta_keys(wire: list[tuple[str, dict[str, Any]]]) -> None:
+    """Off (no provider configured), the 2025-11-25 wire is what it is without
+    tracing: no ``_meta`` written, and no tracer in use."""
+    trio_mcp.configure_tracing()
+    assert _telemetry.active is None and not trio_mcp.tracing_enabled()
+    app = client_app(elicit_content={"approve": True})
+    async with connect("memory", app) as client:
+        handle = await client.call_tool_task("approve", {"question": "q"})
+        await handle.result()
+        await client.list_tools()
+    sent = [msg for direction, msg in wire if direction == "sent"]
+    assert sent and not [msg for msg in sent if "traceparent" in repr(msg)]
+    listing = next(msg for msg in sent if msg.get("method") == "tools/list")
+    assert "params" not in listing or "_meta" not in listing["params"]
+
+
+async def test_telemetry_task_polling_can_be_left_out(otel: Otel) -> None:
+    """``trace_task_polling=False``: no ``tasks/get`` span on either side (and no
+    trace context in those requests); the other spans stay."""
+    trio_mcp.configure_tracing(
+        enabled=True, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider,
+        trace_task_polling=False,
+    )
+    async with connect("memory") as client:
+        handle = await client.call_tool_task("sleep", {"seconds": 0.05})
+        await handle.wait()
+        await handle.status()
+    assert not otel.named("tasks/get")
+    assert otel.named("tools/call sleep", SpanKind.SERVER)
+
+
+async def test_telemetry_incoming_trace_context_is_the_parent(otel: Otel) -> None:
+    """A request whose ``_meta`` carries a ``traceparent`` from another tracer: the
+    server span continues that trace (its span the remote parent; ``tracestate`` and
+    ``baggage`` read too), and a malformed one is ignored (the request still answered)."""
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    meta = {"traceparent": f"00-{trace_id}-{span_id}-01", "tracestate": "rojo=00f067aa0ba902b7",
+            "baggage": "userId=alice"}
+    async with open_raw("memory") as raw:
+        await raw.initialize()
+        answer = await raw.request(1, "tools/call", {
+            "name": "echo", "arguments": {"text": "hi"}, "_meta": meta})
+        assert answer["result"]["content"][0]["text"] == "hi"
+        bad = {"traceparent": "00-zz-not-valid-01", "tracestate": 7}
+        answer = await raw.request(2, "tools/call", {
+            "name": "echo", "arguments": {"text": "again"}, "_meta": bad})
+        assert answer["result"]["content"][0]["text"] == "again"
+    first, second = otel.named("tools/call echo", SpanKind.SERVER)
+    assert first.context.trace_id == int(trace_id, 16)
+    assert first.parent.span_id == int(span_id, 16) and first.parent.is_remote
+    assert first.parent.trace_state.get("rojo") == "00f067aa0ba902b7"
+    assert first.attributes["jsonrpc.request.id"] == "1"
+    assert second.context.trace_id != int(trace_id, 16) and second.parent is None
+
+
+def test_telemetry_without_the_api_everything_works() -> None:
+    """With ``opentelemetry`` not importable (the ``otel`` extra absent), a server
+    and a client still work, tracing stays off, and ``enabled=True`` says what to
+    install."""
+    code = """
+import sys
+sys.modules["opentelemetry"] = None  # import opentelemetry -> ImportError
+import trio, trio_mcp
+from trio_mcp import _telemetry
+app = trio_mcp.App("s")
+@app.tool(inline=True)
+def echo(text: str) -> str:
+    return text
+async def main():
+    async with trio_mcp.open_memory_pair(app, trio_mcp.App("c")) as (client, _):
+        assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+    assert _telemetry.active is None and not trio_mcp.tracing_enabled()
+    try:
+        trio_mcp.configure_tracing(enabled=True)
+    except ImportError as exc:
+        print("refused:", exc)
+trio.run(main)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: tracing needs opentelemetry-api" in proc.stdout

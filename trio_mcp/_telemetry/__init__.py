@@ -1,0 +1,181 @@
+"""OpenTelemetry traces and metrics for MCP messages and tasks, optional and free when off.
+
+The JSON-RPC session and the task actor read one module-level value,
+:data:`active`: ``None`` when tracing is off (the OpenTelemetry API is not
+installed, no tracer or meter provider is configured, or
+:func:`configure_tracing` turned it off), else the :class:`~._otel.Tracing`
+that makes the spans. Off, a message costs one attribute read and a
+comparison; nothing is allocated and no ``_meta`` key is written (the wire
+stays byte for byte what it is without tracing).
+
+On, every request is a span on each side, per the OpenTelemetry semantic
+conventions for MCP (``{mcp.method.name} {target}``, ``CLIENT`` on the sender,
+``SERVER`` on the receiver), the trace context travels in ``params._meta``
+(``traceparent``, ``tracestate``, ``baggage``: SEP-414) both ways, and a task's
+work runs under a span of its own (see :mod:`._otel`).
+
+This module knows no other part of trio-mcp (it sits beside ``_errors``): the
+session and the actor hand it what it needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ._context import client_span as client_span
+from ._context import server_call as server_call
+
+if TYPE_CHECKING:
+    from ._otel import Tracing
+
+T = TypeVar("T")
+
+#: The tracer in use, or ``None`` when tracing is off. Read once per message.
+active: Tracing | None = None
+
+#: ``TRIO_MCP_TRACING=off`` (or ``0``, ``false``, ``no``) turns automatic
+#: tracing off, as ``configure_tracing(enabled=False)`` does.
+ENV_SWITCH: Final = "TRIO_MCP_TRACING"
+
+_forced: bool | None = None
+_options: dict[str, Any] = {}
+_api: bool | None = None  # None: not looked for yet
+
+
+def configure_tracing(
+    *,
+    enabled: bool | None = None,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    trace_task_polling: bool = True,
+    propagate: bool = True,
+    resource_uri_in_span_name: bool = False,
+) -> None:
+    """Set how trio-mcp traces; connections opened afterwards use the new settings.
+
+    Without a call, tracing is automatic: it is on when ``opentelemetry-api``
+    is installed and a tracer or meter provider was set globally
+    (``trace.set_tracer_provider``, or an auto-instrumentation agent), unless
+    ``TRIO_MCP_TRACING=off``.
+
+    Args:
+        enabled: ``None`` (automatic, as above); ``True``: on with the given
+            (else the global) providers; ``False``: off, whatever is installed.
+        tracer_provider: Make spans with this provider instead of the global one.
+        meter_provider: Record ``mcp.server.operation.duration`` and
+            ``mcp.client.operation.duration`` with this provider instead of the
+            global one.
+        trace_task_polling: ``False`` leaves ``tasks/get`` requests out (no
+            span, no duration, no trace context sent), on both sides: a
+            requestor polling a long task makes one per ``pollInterval``.
+        propagate: ``False``: no trace context is written into outgoing
+            ``params._meta`` nor read from incoming ones (each side's spans stay in
+            its own traces).
+        resource_uri_in_span_name: Name ``resources/read`` (and subscribe)
+            spans ``{method} {uri}`` (the conventions leave it opt-in: URIs make
+            many span names).
+
+    Raises:
+        ImportError: ``enabled=True`` and ``opentelemetry-api`` is not installed
+            (install the ``otel`` extra).
+    """
+    global _forced, active
+    if enabled and not _api_present():
+        raise ImportError(
+            "tracing needs opentelemetry-api: pip install 'trio-mcp[otel]'"
+        )
+    _forced = enabled
+    _options.clear()
+    _options.update(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        trace_task_polling=trace_task_polling,
+        propagate=propagate,
+        resource_uri_in_span_name=resource_uri_in_span_name,
+    )
+    active = None
+    refresh()
+
+
+def refresh() -> None:
+    """Decide whether tracing is on; called as each connection is made (cheap when off).
+
+    Automatic mode notices a provider set after trio-mcp was imported: the
+    connections made from then on are traced.
+    """
+    global active
+    if _forced is False or (_forced is None and not _api_present()):
+        active = None
+        return
+    if _forced is None and os.environ.get(ENV_SWITCH, "").lower() in ("off", "0", "false", "no"):
+        active = None
+        return
+    from . import _otel
+
+    if _forced is None and not _otel.provider_configured(_options):
+        active = None
+    elif active is None or not active.uses(_options):
+        active = _otel.Tracing(**_options)
+
+
+def _api_present() -> bool:
+    global _api
+    if _api is None:
+        try:
+            import opentelemetry.trace  # noqa: F401
+        except ImportError:
+            _api = False
+        else:
+            _api = True
+    return _api
+
+
+def serve(session: Any, req: Any, on_request: Callable[[Any], None]) -> None:
+    """Handle an incoming request (``on_request(req)``) under its server span."""
+    if active is None:  # turned off since the caller looked
+        on_request(req)
+    else:
+        active.serve(session, req, on_request)
+
+
+def answered(request_id: Any, reply: Any) -> None:
+    """The answer to an incoming request is known: end its server span.
+
+    Args:
+        request_id: The request's id.
+        reply: The ``Response`` / ``ErrorResponse`` to be sent, or ``None``
+            when nothing will be (the peer cancelled the request).
+    """
+    call = server_call.get()
+    if call is not None and call.request_id == request_id:
+        call.finish(reply)
+
+
+async def within(context: Any, call: Awaitable[T]) -> T:
+    """Await ``call`` with ``context`` (an OpenTelemetry context) current.
+
+    What a task's input request uses when another Trio task delivers it: its
+    span is then a child of the task's work span.
+    """
+    from opentelemetry import context as otel_context
+
+    token = otel_context.attach(context)
+    try:
+        return await call
+    finally:
+        otel_context.detach(token)
+
+
+def tracing_enabled() -> bool:
+    """True when connections made now would be traced."""
+    refresh()
+    return active is not None
+
+
+def sending(request_id: Any) -> None:
+    """The id of the request being sent under :data:`client_span` is known: record it."""
+    span = client_span.get()
+    if span is not None:
+        span.set_attribute("jsonrpc.request.id", str(request_id))

@@ -200,6 +200,17 @@ class PostgresServer:
 
 
 @contextmanager
+def fresh_database(server: PostgresServer) -> Iterator[str]:
+    """A new empty database on ``server`` for the block (then dropped); yields its URL."""
+    name = server.create_database()
+    try:
+        yield server.url_of(name)
+    finally:
+        if server.process is not None:
+            server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@contextmanager
 def running_postgres(template: Path) -> Iterator[str]:
     """Run a private PostgreSQL server on a copy of ``template``; yield its URL."""
     with PostgresServer(template) as server:
@@ -246,12 +257,8 @@ def postgres_available() -> None:
 @pytest.fixture
 def postgres_url(postgres_shared: PostgresServer) -> Iterator[str]:
     """The URL of a fresh database on the session's server (dropped after the test)."""
-    name = postgres_shared.create_database()
-    try:
-        yield postgres_shared.url_of(name)
-    finally:
-        if postgres_shared.process is not None:
-            postgres_shared.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_database(postgres_shared) as url:
+        yield url
 
 
 @pytest.fixture

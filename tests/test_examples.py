@@ -31,7 +31,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_examples_are_all_tested() -> None:
-    tested = {"task_server", "task_client", "agent_pair", "websocket_server",
+    tested = {"task_server", "task_client", "agent_pair", "websocket_server", "traced_server",
               "everything_server", "cancel_a_task", "http_server", "cluster"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 

@@ -6,6 +6,10 @@ Run it over stdio (the default), as MCP clients spawn servers:
     python examples/task_server.py --ws 127.0.0.1:8765 --token s3cret
     python examples/task_server.py --http 127.0.0.1:8000 --store sqlite:///tasks.db
     python examples/task_server.py --max-live-tasks 20000   # room for 20,000 running tasks
+    python examples/task_server.py --http 127.0.0.1:8000 --jwks-uri https://as.example/jwks \
+        --issuer https://as.example --audience http://127.0.0.1:8000/mcp   # OAuth (JWT)
+    python examples/task_server.py --http 127.0.0.1:8000 --introspection-url \
+        https://as.example/introspect --client-id mcp --client-secret S     # OAuth (RFC 7662)
 
 Tools:
     echo {text}                      plain only (taskSupport forbidden)
@@ -15,12 +19,15 @@ Tools:
     park {}                          optional; runs until cancelled
     fail {message}                   optional; returns an isError result
     approve {question}               required; elicits a yes/no mid-task
+    whoami {}                        with a token: the caller's subject and scopes (JSON)
+    admin_echo {text}                with a token: echo, for callers with the scope "admin"
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
 import os
 import sys
@@ -29,10 +36,11 @@ from functools import partial
 import trio
 
 import trio_mcp
+from trio_mcp.auth import IntrospectionVerifier, JWTVerifier, TokenVerifier
 
 
 def build_app(
-    limits: trio_mcp.TaskLimits | None = None, *, store: str | None = None
+    limits: trio_mcp.TaskLimits | None = None, *, store: str | None = None, auth: bool = False
 ) -> trio_mcp.App:
     """Build a fresh App with the example tools (each App has its own tasks).
 
@@ -40,6 +48,7 @@ def build_app(
         limits: The task limits (the defaults when None).
         store: Where tasks live: ``"memory"`` (the default) or
             ``"sqlite:///path/to/tasks.db"`` (they survive a restart).
+        auth: Add ``whoami`` and ``admin_echo`` (for a server that verifies tokens).
     """
     app = trio_mcp.App(
         "trio-mcp-example",
@@ -98,26 +107,56 @@ def build_app(
             return f"approved: {question}"
         return f"declined: {question}"
 
+    if auth:
+        add_auth_tools(app)
     return app
 
 
+def add_auth_tools(app: trio_mcp.App) -> None:
+    """``whoami`` (the caller's identity as JSON) and ``admin_echo`` (scope ``admin``)."""
+
+    @app.tool
+    async def whoami(ctx: trio_mcp.RequestContext) -> str:
+        """The caller's verified identity: subject, client id and scopes (JSON text)."""
+        identity = ctx.identity
+        if identity is None:
+            return json.dumps({"subject": None, "client_id": None, "scopes": []})
+        return json.dumps({"subject": identity.subject, "client_id": identity.client_id,
+                           "scopes": sorted(identity.scopes)})
+
+    @app.tool(scopes=["admin"])
+    async def admin_echo(text: str) -> str:
+        """Return the text unchanged; only for callers granted the scope `admin`."""
+        return text
+
+
 async def serve_websocket(
-    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None,
+    verifier: TokenVerifier | None = None,
 ) -> None:
     """Serve over WebSocket; print the URL (the real port when given 0) on stderr."""
     async with trio.open_nursery() as nursery:
         address = await nursery.start(
-            partial(trio_mcp.serve_websocket, app, host, port, tokens=tokens)
+            partial(trio_mcp.serve_websocket, app, host, port, tokens=tokens, verifier=verifier)
         )
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
 async def serve_http(
-    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None,
+    verifier: TokenVerifier | None = None,
 ) -> None:
-    """Serve over Streamable HTTP; print the endpoint's URL on stderr."""
+    """Serve over Streamable HTTP; print the endpoint's URL on stderr.
+
+    With a verifier, the protected-resource metadata names its issuer and
+    the scopes ``tools`` and ``admin``.
+    """
+    scopes = ["tools", "admin"] if verifier is not None else None
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(trio_mcp.serve_http, app, host, port, tokens=tokens))
+        address = await nursery.start(partial(
+            trio_mcp.serve_http, app, host, port, tokens=tokens, verifier=verifier,
+            scopes_supported=scopes,
+        ))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
@@ -143,6 +182,27 @@ def _tune_gc() -> None:
         gc.set_threshold(first, second, third)
 
 
+def _verifier(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TokenVerifier | None:
+    """The token verifier the OAuth options ask for, if any (exits on a bad combination)."""
+    if args.jwks_uri and args.introspection_url:
+        parser.error("--jwks-uri or --introspection-url, not both")
+    if not (args.jwks_uri or args.introspection_url):
+        if args.issuer or args.audience or args.client_id or args.client_secret:
+            parser.error("--issuer/--audience/--client-id/--client-secret need --jwks-uri "
+                         "or --introspection-url")
+        return None
+    if not (args.ws or args.http) or args.token:
+        parser.error("OAuth applies to --ws or --http, without --token")
+    if args.jwks_uri:
+        if not (args.issuer and args.audience):
+            parser.error("--jwks-uri needs --issuer and --audience")
+        return JWTVerifier(args.jwks_uri, args.issuer, args.audience)
+    if not (args.client_id and args.client_secret):
+        parser.error("--introspection-url needs --client-id and --client-secret")
+    return IntrospectionVerifier(args.introspection_url, args.client_id, args.client_secret,
+                                 issuer=args.issuer, audience=args.audience)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
@@ -150,6 +210,18 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--http", metavar="HOST:PORT",
                        help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
     parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
+    oauth = parser.add_argument_group(
+        "OAuth 2.1 (WebSocket or HTTP): verify JWT access tokens with --jwks-uri, or opaque "
+        "ones with --introspection-url; tokens must be issued by --issuer for --audience")
+    oauth.add_argument("--jwks-uri", metavar="URL", help="the authorization server's JWKS")
+    oauth.add_argument("--issuer", metavar="ISS", help="the one accepted token issuer")
+    oauth.add_argument("--audience", metavar="URI",
+                       help="this server's canonical URI, e.g. http://127.0.0.1:8000/mcp")
+    oauth.add_argument("--introspection-url", metavar="URL",
+                       help="an RFC 7662 introspection endpoint (with --client-id and "
+                            "--client-secret, this server's credentials there)")
+    oauth.add_argument("--client-id", metavar="ID")
+    oauth.add_argument("--client-secret", metavar="S")
     parser.add_argument("--store", metavar="URL",
                         help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
                              "(tasks survive a restart), redis://host:port/0 or "
@@ -174,9 +246,11 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.token and not (args.ws or args.http):
         parser.error("--token applies to --ws or --http")
+    verifier = _verifier(parser, args)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     try:
-        app = build_app(limits, store=args.store)
+        app = build_app(limits, store=args.store,
+                        auth=verifier is not None or args.token is not None)
     except ValueError as exc:  # an unknown store URL
         parser.error(f"--store: {exc}")
     tokens = {args.token: "token-user"} if args.token else None
@@ -188,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
         serve = serve_websocket if args.ws else serve_http
     try:
         if args.ws or args.http:
-            trio.run(serve, app, host or "127.0.0.1", int(port), tokens)
+            trio.run(serve, app, host or "127.0.0.1", int(port), tokens, verifier)
         else:
             trio.run(trio_mcp.serve_stdio, app)
     except* trio_mcp.McpError as group:  # e.g. the task store is unreachable at start

@@ -153,8 +153,10 @@ class ClientCredentials(httpx.Auth):
         if self._token is not None and self._refresh_at is not None and (
             trio.current_time() >= self._refresh_at
         ):
-            async for step in self._obtain({}, str(request.url)):
-                yield step
+            steps = self._obtain({}, str(request.url))
+            reply: httpx.Response | None = None
+            while (step := await _next(steps, reply)) is not None:
+                reply = yield step
         sent = self._token
         if sent is not None:
             request.headers["Authorization"] = f"Bearer {sent}"
@@ -164,8 +166,10 @@ class ClientCredentials(httpx.Auth):
         challenge = challenge_params(response.headers.get("www-authenticate"))
         if self._token == sent:
             self._token = None
-            async for step in self._obtain(challenge, str(request.url)):
-                yield step
+            steps = self._obtain(challenge, str(request.url))
+            reply = None
+            while (step := await _next(steps, reply)) is not None:
+                reply = yield step
         if self._token is None or self._token == sent:
             return
         request.headers["Authorization"] = f"Bearer {self._token}"
@@ -192,8 +196,10 @@ class ClientCredentials(httpx.Auth):
             if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
                 raise OAuthError("the protected-resource metadata names no authorization server")
             if self.token_endpoint is None:
-                async for step in self._discover_server(servers[0]):
-                    yield step
+                steps = self._discover_server(servers[0])
+                reply: httpx.Response | None = None
+                while (step := await _next(steps, reply)) is not None:
+                    reply = yield step
         if self.resource is None:
             self.resource = canonical_resource(url)
         scope = self.scope or challenge.get("scope")
@@ -290,6 +296,16 @@ class ClientCredentials(httpx.Auth):
         if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
             margin = min(REFRESH_MARGIN, expires_in / 10)
             self._refresh_at = trio.current_time() + max(expires_in - margin, 0)
+
+
+async def _next(
+    steps: AsyncGenerator[httpx.Request, httpx.Response], reply: httpx.Response | None
+) -> httpx.Request | None:
+    """Drive a sub-flow: its next request (given the answer to the last), None when done."""
+    try:
+        return await (steps.__anext__() if reply is None else steps.asend(reply))
+    except StopAsyncIteration:
+        return None
 
 
 async def _json_or_none(response: httpx.Response) -> dict[str, Any] | None:

@@ -101,6 +101,8 @@ class _HttpClientTransport(HttpPosts):
     _tool_lists: set[RequestId] = attrs.field(factory=set)
     #: Tool name -> its ``Mcp-Param-*`` header map, from the last ``tools/list`` seen.
     _tool_headers: dict[str, dict[str, tuple[str, ...]]] = attrs.field(factory=dict)
+    #: Applied to every request (e.g. :class:`~trio_mcp.auth.ClientCredentials`).
+    auth: httpx.Auth | None = None
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -141,6 +143,8 @@ class _HttpClientTransport(HttpPosts):
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         request = self.client.build_request(method, self.url, headers=headers, content=body)
+        if self.auth is not None:
+            return await self.client.send(request, stream=True, auth=self.auth)
         return await self.client.send(request, stream=True)
 
     # --- sending ---------------------------------------------------------------------
@@ -354,7 +358,10 @@ class _HttpClientTransport(HttpPosts):
             return
         with trio.move_on_after(CLOSE_TIMEOUT):
             try:
-                response = await self.client.delete(self.url, headers=self._headers("*/*"))
+                request = self.client.build_request("DELETE", self.url,
+                                                    headers=self._headers("*/*"))
+                response = await (self.client.send(request) if self.auth is None else
+                                  self.client.send(request, auth=self.auth))
                 log.debug("DELETE session: HTTP %d", response.status_code)
             except Exception as exc:  # best effort: e.g. a Ctrl-C broke the pool's state
                 log.debug("DELETE session failed: %r", exc)
@@ -383,6 +390,7 @@ async def open_http_client(
     app: App | None = None,
     *,
     token: str | None = None,
+    auth: str | httpx.Auth | None = None,
     headers: Mapping[str, str] | None = None,
     client_info: Implementation | None = None,
     http_client: httpx.AsyncClient | None = None,
@@ -400,6 +408,11 @@ async def open_http_client(
         url: The endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
         app: What this client offers (sampling/elicitation handlers, tasks).
         token: Sent as ``Authorization: Bearer <token>`` on every request.
+        auth: A static bearer token (as ``token``), or an :class:`httpx.Auth`
+            applied to every request, e.g. :class:`trio_mcp.auth.ClientCredentials`
+            (OAuth ``client_credentials``: the token endpoint found from the
+            server's metadata, the ``resource`` sent, the token renewed before
+            it expires and once on a 401).
         headers: More headers for every request (e.g. ``Origin``).
         client_info: ``clientInfo`` to send instead of the App's.
         http_client: An httpx client to use (not closed here); give it no
@@ -421,7 +434,9 @@ async def open_http_client(
             opt-in: a 2026-07-28 connection has no 2025-11-25 tasks.
 
     Raises:
-        ValueError: A token that cannot be a header, or an unknown ``era``.
+        ValueError: A token that cannot be a header, both ``token`` and
+            ``auth``, or an unknown ``era``.
+        trio_mcp.auth.OAuthError: OAuth discovery or the token request failed.
         ConnectionFailed: The server could not be reached (the
             ``httpx.TransportError`` as ``__cause__``), or refused the
             ``initialize`` or the ``server/discover`` without a JSON-RPC error
@@ -438,7 +453,9 @@ async def open_http_client(
     """
     check_era(era)
     app = app if app is not None else App("trio-mcp-client")
-    extra = _client_headers(token, headers)
+    if auth is not None and token is not None:
+        raise ValueError("give token or auth, not both")
+    extra = _client_headers(auth if isinstance(auth, str) else token, headers)
     bus, ends = open_bus(info={"transport": "http", "url": url, "server_key": server_key(url)})
     own = http_client is None
     client = http_client if http_client is not None else httpx.AsyncClient(
@@ -447,6 +464,7 @@ async def open_http_client(
         trust_env=False,
     )
     transport = _HttpClientTransport(client, url, ends, extra)
+    transport.auth = auth if isinstance(auth, httpx.Auth) else None
     try:
         with unwrap_group():
             async with ends.to_peer, trio.open_nursery() as nursery:

@@ -1,0 +1,79 @@
+"""The Python SDK ``mcp`` 2.3.0's client against our OAuth 2.1 resource server.
+
+Our ``examples/task_server.py --http ... --jwks-uri ... --issuer ... --audience ...``
+verifies JWTs of the loopback authorization server of ``tests/oauth_server.py``;
+``py/mcp230_auth_client.py`` connects with a static bearer token, and with the SDK's
+``ClientCredentialsOAuthProvider``, which must find everything from our 401 and our
+RFC 9728 metadata (then the authorization server's RFC 8414 metadata) and ask for a token
+for our canonical URI (the ``resource`` parameter, RFC 8707). Both the SDK's ``auto``
+mode (it probes ``server/discover``: 2026-07-28) and ``2026-07-28``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import oauth_server
+from . import _support
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+CLIENT = _support.PY_DIR / "mcp230_auth_client.py"
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[tuple[str, oauth_server.AuthServer]]:
+    """Our example server verifying the authorization server's JWTs; yields (url, AS)."""
+    with oauth_server.authorization_server() as auth:
+        auth.clients["sdk-agent"] = ("sdk-secret", {"tools", "admin"})
+        port = _support.free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        argv = [sys.executable, str(_support.TASK_SERVER), "--http", f"127.0.0.1:{port}",
+                "--jwks-uri", auth.issuer + "/jwks.json", "--issuer", auth.issuer,
+                "--audience", url]
+        with _support.background_server(argv, port):
+            yield url, auth
+
+
+def run(mcp230: Path, *args: str) -> dict[str, Any]:
+    report = _support.run_report([str(mcp230), str(CLIENT), *args])
+    assert "fatal" not in report, report
+    return report
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+def test_mcp230_bearer_token(mcp230: Path, secured: tuple[str, oauth_server.AuthServer],
+                             mode: str) -> None:
+    """A static token: ``whoami`` answers its subject and scopes; without ``admin``,
+    ``admin_echo`` is not listed and its call is refused (our 403 insufficient_scope)."""
+    url, auth = secured
+    token = auth.mint({"aud": url, "sub": "sdk-user", "scope": "tools"})
+    report = run(mcp230, mode, url, "bearer", token)
+    assert report["protocol_version"] == "2026-07-28"
+    assert report["whoami"] == {"subject": "sdk-user", "client_id": "agent", "scopes": ["tools"]}
+    assert "whoami" in report["tools"] and "admin_echo" not in report["tools"]
+    refused = report["admin_echo"]
+    assert refused["ok"] is False and "insufficient scope" in refused["error"], report
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+def test_mcp230_client_credentials(mcp230: Path, secured: tuple[str, oauth_server.AuthServer],
+                                   mode: str) -> None:
+    """The SDK's OAuth ``client_credentials`` flow: discovery from our metadata, a token
+    for our canonical URI, then ``admin_echo`` works (its token has ``admin``)."""
+    url, auth = secured
+    before = len(auth.token_requests)
+    report = run(mcp230, mode, url, "client_credentials", "sdk-agent", "sdk-secret",
+                 auth.issuer, "tools admin")
+    assert report["whoami"] == {"subject": "sdk-agent", "client_id": "sdk-agent",
+                                "scopes": ["admin", "tools"]}
+    assert "admin_echo" in report["tools"]
+    assert report["admin_echo"] == {"ok": True, "is_error": False, "text": "hi"}
+    requests = auth.token_requests[before:]
+    assert requests and all(r["grant_type"] == "client_credentials" for r in requests)
+    assert {r.get("resource") for r in requests} == {url}

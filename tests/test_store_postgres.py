@@ -291,6 +291,28 @@ async def test_postgres_cap_is_atomic_across_processes(postgres_url: str) -> Non
         await b.create(_record("t-newest"), max_live=10)
 
 
+async def test_postgres_create_many_is_one_commit_with_an_answer_each(postgres_url: str) -> None:
+    async with (
+        opened(postgres_url, run=False) as (a, _),
+        opened(postgres_url, run=False) as (b, _),
+    ):
+        await b.create(_record("taken"), max_live=10)
+        batch = [_record("a-1"), _record("taken"), _record("b-1", "bob"), _record("a-2"),
+                 _record("a-3"), _record("b-2", "bob")]  # fmt: skip
+        answers = await a.create_many(batch, max_live=3)  # alice has one live task already
+        assert answers[0] == 2 and answers[2:4] == [3, 4]
+        assert isinstance(answers[1], ValueError) and "taken" in str(answers[1])
+        assert isinstance(answers[4], CapReached)  # alice: taken, a-1, a-2 = 3
+        assert answers[5] == 5  # bob has his own cap
+        # the same batch again (a lost reply): each create answers as before
+        again = await a.create_many(batch, max_live=3)
+        assert again[0] == 2 and again[2:4] == [3, 4] and again[5] == 5
+        assert isinstance(again[4], CapReached) and isinstance(again[1], ValueError)
+        assert await a.create_many([], max_live=3) == []
+        page, _ = await b.page("alice", 0, 10)
+        assert [r.task_id for r in page] == ["taken", "a-1", "a-2"]
+
+
 async def test_postgres_expired_rows_read_as_gone_and_are_purged_in_batches(
     postgres_url: str,
 ) -> None:

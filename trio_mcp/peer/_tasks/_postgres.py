@@ -124,6 +124,30 @@ def _item_body(item: InputItem) -> str:
     return json.dumps({"method": item.method, "params": item.params}, ensure_ascii=False)
 
 
+def _set_up(conn: psycopg.Connection[Any], schema: str, q: dict[str, str]) -> str:
+    """Create the schema (or check its version) and the secret, in one transaction;
+    return the secret."""
+    with conn.transaction():
+        conn.execute(q["lock"])
+        found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',)).fetchone()
+        if found is None or found[0] is None:
+            conn.execute(pg.ddl(schema).encode())
+            conn.execute(q["set_version"], (str(pg.SCHEMA_VERSION),))
+        else:
+            row = conn.execute(q["version"]).fetchone()
+            version = None if row is None else row[0]
+            if version != str(pg.SCHEMA_VERSION):
+                raise SchemaVersionError(
+                    f"the task store's tables in schema {schema!r} have version"
+                    f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION}"
+                    " (a newer trio-mcp made them: upgrade, or use another schema=)"
+                )
+        conn.execute(q["secret"], (secrets.token_hex(16),))
+        secret = conn.execute(q["get_secret"]).fetchone()
+    assert secret is not None
+    return str(secret[0])
+
+
 @final
 class PostgresTaskStore:
     """A :class:`~._shared.SharedTaskStore` in PostgreSQL (see the module for the URL).
@@ -211,7 +235,8 @@ class PostgresTaskStore:
         await caller.open()
         self._caller = caller
         try:
-            secret = await caller.call(self._set_up)
+            schema, q = self.schema, self._q
+            secret = await caller.call(lambda c: _set_up(c, schema, q))
             await self.renew_lease()
         except BaseException:
             self._caller = None
@@ -219,29 +244,6 @@ class PostgresTaskStore:
             raise
         log.info("%r: open (lease %g s)", self, self.lease_seconds)
         return bytes.fromhex(secret)
-
-    def _set_up(self, conn: psycopg.Connection[Any]) -> str:
-        """Create the schema (or check its version) and the secret, in one transaction."""
-        q = self._q
-        with conn.transaction():
-            conn.execute(q["lock"])
-            found = conn.execute("SELECT to_regclass(%s)", (f'"{self.schema}".meta',))
-            if found.fetchone()[0] is None:  # type: ignore[index]
-                conn.execute(pg.ddl(self.schema).encode())
-                conn.execute(q["set_version"], (str(pg.SCHEMA_VERSION),))
-            else:
-                row = conn.execute(q["version"]).fetchone()
-                version = None if row is None else row[0]
-                if version != str(pg.SCHEMA_VERSION):
-                    raise SchemaVersionError(
-                        f"the task store's tables in schema {self.schema!r} have version"
-                        f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION}"
-                        " (a newer trio-mcp made them: upgrade, or use another schema=)"
-                    )
-            conn.execute(q["secret"], (secrets.token_hex(16),))
-            secret = conn.execute(q["get_secret"]).fetchone()
-        assert secret is not None
-        return str(secret[0])
 
     async def aclose(self) -> None:
         """Fail this process's still-running tasks, release the lease, disconnect."""
@@ -321,19 +323,41 @@ class PostgresTaskStore:
             CapReached: ``record.owner`` has ``max_live`` live tasks.
             ValueError: A task with this id exists.
         """
-        wall = wall_expiry(record.deadline)
-        seq = int((await self._one(
-            "create", record.task_id, record.owner, self.instance, record.status.value,
-            record.created_at, max_live, _now_ms(), self._lease_ms, record.method,
-            record.last_updated_at, record.ttl, record.poll_interval,
-            None if wall is None else round(wall * 1000), record.status_message,
-            outcome_to_json(record.outcome),
-        ))[0])  # fmt: skip
-        if seq == -1:
-            raise CapReached(f"{record.owner!r} has {max_live} live tasks")
-        if seq == -2:
-            raise ValueError(f"task {record.task_id!r} exists")
-        return seq
+        (answer,) = await self.create_many([record], max_live=max_live)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def create_many(
+        self, records: Sequence[TaskRecord], *, max_live: int
+    ) -> list[int | Exception]:
+        """:meth:`create` for each record, in order, in one round trip and one commit.
+
+        Returns:
+            Each record's seq, or the :class:`~._shared.CapReached` or
+            :class:`ValueError` it would have raised.
+        """
+        if not records:
+            return []
+        walls = [wall_expiry(r.deadline) for r in records]
+        row = await self._one(
+            "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
+            [r.task_id for r in records], [r.owner for r in records],
+            [r.status.value for r in records], [r.created_at for r in records],
+            [r.method for r in records], [r.last_updated_at for r in records],
+            [r.ttl for r in records], [r.poll_interval for r in records],
+            [None if w is None else round(w * 1000) for w in walls],
+            [r.status_message for r in records], [outcome_to_json(r.outcome) for r in records],
+        )  # fmt: skip
+        out: list[int | Exception] = []
+        for record, seq in zip(records, row[0], strict=True):
+            if seq == -1:
+                out.append(CapReached(f"{record.owner!r} has {max_live} live tasks"))
+            elif seq == -2:
+                out.append(ValueError(f"task {record.task_id!r} exists"))
+            else:
+                out.append(int(seq))
+        return out
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record, or ``None`` if unknown or expired."""

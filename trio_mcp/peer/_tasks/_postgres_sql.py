@@ -76,37 +76,59 @@ CREATE TABLE {S}.answers (
 );
 CREATE TABLE {S}.leases (instance text PRIMARY KEY, expires timestamptz NOT NULL);
 
--- Returns the seq, -1 (the owner's live cap is reached) or -2 (the id is taken). The
--- same create retried after a lost reply answers its seq again. The runner's lease row
+-- Creates tasks in order, in one transaction; returns each one's seq, -1 (its owner's
+-- live cap is reached) or -2 (the id is taken). The same create retried after a lost
+-- reply answers its seq again. An owner's advisory lock is held from its count of
+-- live tasks to the commit, so an owner's tasks commit in seq order (tasks/list
+-- cursors never skip one) and the cap holds across processes. The runner's lease row
 -- is (re)made if it was swept, so a task never belongs to an instance nobody sweeps.
-CREATE FUNCTION {S}.create_task(
-  p_id text, p_owner text, p_runner text, p_status text, p_created text, p_max_live int,
-  p_now bigint, p_lease_ms bigint, p_method text, p_updated text, p_ttl bigint,
-  p_poll int, p_expires bigint, p_msg text, p_outcome text
-) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION {S}.create_tasks(
+  p_runner text, p_max_live int, p_now bigint, p_lease_ms bigint, p_ids text[],
+  p_owners text[], p_statuses text[], p_created text[], p_methods text[],
+  p_updated text[], p_ttls bigint[], p_polls int[], p_expires bigint[], p_msgs text[],
+  p_outcomes text[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
+  out bigint[] := '{}';
   old record;
+  owner_now text;
   live int;
   v_seq bigint;
+  leased boolean := false;
 BEGIN
-  SELECT runner, created, seq INTO old FROM {S}.tasks WHERE id = p_id;
-  IF FOUND THEN
-    IF old.runner = p_runner AND old.created = p_created THEN RETURN old.seq; END IF;
-    RETURN -2;
-  END IF;
-  PERFORM pg_advisory_xact_lock(hashtext({CH}), hashtext(p_owner));
-  IF p_status IN {LIVE} THEN
-    SELECT count(*) INTO live FROM (
-      SELECT 1 FROM {S}.tasks WHERE owner = p_owner AND status IN {LIVE}
-        AND (expires IS NULL OR expires > p_now) LIMIT p_max_live) AS t;
-    IF live >= p_max_live THEN RETURN -1; END IF;
-    INSERT INTO {S}.leases VALUES (p_runner, now() + p_lease_ms * interval '1 ms')
-      ON CONFLICT (instance) DO NOTHING;
-  END IF;
-  v_seq := nextval('{S}.task_seq');
-  INSERT INTO {S}.tasks VALUES (p_id, v_seq, p_owner, p_runner, p_method, p_status,
-    p_created, p_updated, p_ttl, p_poll, p_expires, p_msg, p_outcome);
-  RETURN v_seq;
+  FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
+    SELECT runner, created, seq INTO old FROM {S}.tasks WHERE id = p_ids[i];
+    IF FOUND THEN
+      out := out || CASE WHEN old.runner = p_runner AND old.created = p_created[i]
+        THEN old.seq ELSE -2 END;
+      CONTINUE;
+    END IF;
+    IF owner_now IS DISTINCT FROM p_owners[i] THEN
+      owner_now := p_owners[i];
+      PERFORM pg_advisory_xact_lock(hashtext({CH}), hashtext(owner_now));
+      SELECT count(*) INTO live FROM (
+        SELECT 1 FROM {S}.tasks WHERE owner = owner_now AND status IN {LIVE}
+          AND (expires IS NULL OR expires > p_now) LIMIT p_max_live) AS t;
+    END IF;
+    IF p_statuses[i] IN {LIVE} THEN
+      IF live >= p_max_live THEN
+        out := out || -1::bigint;
+        CONTINUE;
+      END IF;
+      live := live + 1;
+      IF NOT leased THEN
+        INSERT INTO {S}.leases VALUES (p_runner, now() + p_lease_ms * interval '1 ms')
+          ON CONFLICT (instance) DO NOTHING;
+        leased := true;
+      END IF;
+    END IF;
+    v_seq := nextval('{S}.task_seq');
+    INSERT INTO {S}.tasks VALUES (p_ids[i], v_seq, p_owners[i], p_runner, p_methods[i],
+      p_statuses[i], p_created[i], p_updated[i], p_ttls[i], p_polls[i], p_expires[i],
+      p_msgs[i], p_outcomes[i]);
+    out := out || v_seq;
+  END LOOP;
+  RETURN out;
 END $$;
 
 -- The compare-and-set status write: applies while the task is live. True if applied,
@@ -237,8 +259,9 @@ def queries(schema: str) -> dict[str, str]:
         "set_version": "INSERT INTO {S}.meta VALUES ('schema_version', %s)",
         "secret": "INSERT INTO {S}.meta VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
         "get_secret": "SELECT value FROM {S}.meta WHERE key = 'secret'",
-        "create": "SELECT {S}.create_task(%s, %s, %s, %s, %s, %s::int, %s::bigint,"
-        " %s::bigint, %s, %s, %s::bigint, %s::int, %s::bigint, %s, %s)",
+        "create_many": "SELECT {S}.create_tasks(%s, %s::int, %s::bigint, %s::bigint,"
+        " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+        " %s::bigint[], %s::int[], %s::bigint[], %s::text[], %s::text[])",
         "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = %s",
         "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = %s AND seq > %s"
         " AND (expires IS NULL OR expires > %s) ORDER BY seq LIMIT %s",

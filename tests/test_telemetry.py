@@ -25,6 +25,8 @@ from .helpers import ROOT, client_app, connect
 from .raw import open_raw
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
+from opentelemetry import baggage, trace  # noqa: E402
+from opentelemetry import context as otel_context  # noqa: E402
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -192,13 +194,20 @@ async def test_telemetry_trace_context_travels_in_meta_both_ways(
 ) -> None:
     """SEP-414: ``traceparent`` (W3C format) in ``params._meta`` of every request,
     client to server and server to client (the task's elicitation), beside the
-    keys that were there (``progressToken``, the related-task ``_meta``)."""
+    keys that were there (``progressToken``, the related-task ``_meta``); ``baggage``
+    too, carried on by the server into what the task sends back."""
     app = client_app(elicit_content={"approve": True})
-    async with connect("memory", app) as client:
-        handle = await client.call_tool_task("approve", {"question": "q"})
-        await handle.result()
+    token = otel_context.attach(baggage.set_baggage("tenant", "acme"))
+    try:
+        async with connect("memory", app) as client:
+            handle = await client.call_tool_task("approve", {"question": "q"})
+            await handle.result()
+    finally:
+        otel_context.detach(token)
     requests = [msg for direction, msg in wire if direction == "sent" and "method" in msg
                 and "id" in msg]
+    # Baggage rides along: into the server, and on into the task's question back.
+    assert {msg["params"]["_meta"].get("baggage") for msg in requests} == {"tenant=acme"}
     assert {msg["method"] for msg in requests} >= {"initialize", "tools/call", "elicitation/create"}
     for msg in requests:
         parent = msg["params"]["_meta"]["traceparent"]
@@ -294,3 +303,89 @@ trio.run(main)
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "refused: tracing needs opentelemetry-api" in proc.stdout
+
+
+async def test_telemetry_modern_era_mrtr_rounds_and_tasks_stay_in_the_trace(otel: Otel) -> None:
+    """2026-07-28 over Streamable HTTP: each round of a multi round-trip request (the
+    first answered ``input_required``, the retry with ``inputResponses``) is a client
+    span with its own server span, in the caller's trace; a task of the tasks extension
+    (its question pulled with ``tasks/get`` and answered with ``tasks/update``) has its
+    work span, linked, in the same trace; ``mcp.protocol.version`` is read per request."""
+    from functools import partial
+
+    import trio
+
+    from .helpers import load_example
+
+    app = client_app(elicit_content={"name": "Ada", "confirm": True})
+    server = load_example("everything_server").build_app()
+    with otel.tracer.start_as_current_span("agent") as root:
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(trio_mcp.serve_http, server, "127.0.0.1", 0))
+            async with trio_mcp.open_http_client(address.url, app, era="2026-07-28") as client:
+                hello = await client.call_tool("test_input_required_result_elicitation", {})
+                handle = await client.call_tool_task("confirm_delete", {"filename": "a.txt"})
+                deleted = await handle.result()
+            nursery.cancel_scope.cancel()
+    assert hello.text == "Hello, Ada!" and deleted.text == "Deleted a.txt"
+    trace_id = root.get_span_context().trace_id
+    rounds = otel.named("tools/call test_input_required_result_elicitation", SpanKind.CLIENT)
+    served = otel.named("tools/call test_input_required_result_elicitation", SpanKind.SERVER)
+    assert len(rounds) == len(served) == 2
+    assert {_parent(s) for s in served} == {s.context.span_id for s in rounds}
+    work = otel.one("task tools/call confirm_delete", SpanKind.INTERNAL)
+    created = otel.one("tools/call confirm_delete", SpanKind.SERVER)
+    assert _parent(work) == created.context.span_id
+    assert work.links[0].context.span_id == created.context.span_id
+    statuses = [e.attributes["mcp.task.status"] for e in work.events]
+    assert statuses[0] == "working" and "input_required" in statuses
+    assert statuses[-1] == "completed"
+    updates = otel.named("tasks/update", SpanKind.SERVER)
+    assert updates and updates[0].attributes["mcp.task.id"] == handle.task_id
+    for span in [*rounds, *served, work, created, *updates]:
+        assert span.context.trace_id == trace_id, span.name
+    assert served[0].attributes["mcp.protocol.version"] == "2026-07-28"
+
+
+async def test_telemetry_cancelled_request_ends_both_spans_as_cancelled(
+    otel: Otel, autojump_clock: Any
+) -> None:
+    """A request its caller gives up on: the client span ends with ``error.type``
+    ``cancelled``, and so does the server span of the request the peer stopped
+    (it is never answered)."""
+    import trio
+
+    async with connect("memory") as client:
+        with trio.move_on_after(1):
+            await client.call_tool("sleep", {"seconds": 60})
+        await client.call_tool("echo", {"text": "after"})  # the cancel has been read
+        await trio.sleep(1)
+    for kind in (SpanKind.CLIENT, SpanKind.SERVER):
+        span = otel.one("tools/call sleep", kind)
+        assert span.attributes["error.type"] == "cancelled"
+        assert span.status.status_code is StatusCode.ERROR
+
+
+class _BrokenTracerProvider(trace.TracerProvider):
+    """A provider whose tracer fails to start any span (a misconfigured SDK)."""
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        class Broken(trace.NoOpTracer):
+            def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+                raise RuntimeError("broken tracer")
+
+        return Broken()
+
+
+async def test_telemetry_a_broken_tracer_costs_no_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """Tracing never stands between a request and its answer: a tracer that raises is
+    logged, and the calls (plain, and a task with its elicitation) are served."""
+    trio_mcp.configure_tracing(enabled=True, tracer_provider=_BrokenTracerProvider())
+    try:
+        async with connect("memory", client_app(elicit_content={"approve": True})) as client:
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            handle = await client.call_tool_task("approve", {"question": "q"})
+            assert (await handle.result()).text == "approved: q"
+    finally:
+        trio_mcp.configure_tracing()
+    assert "could not start" in caplog.text

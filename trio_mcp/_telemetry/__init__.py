@@ -20,6 +20,7 @@ session and the actor hand it what it needs.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -150,7 +151,10 @@ def answered(request_id: Any, reply: Any) -> None:
     """
     call = server_call.get()
     if call is not None and call.request_id == request_id:
-        call.finish(reply)
+        try:
+            call.finish(reply)
+        except Exception:  # a broken tracer must not cost the request its answer
+            logging.getLogger("trio_mcp.telemetry").exception("tracing: a span could not end")
 
 
 async def within(context: Any, call: Awaitable[T]) -> T:

@@ -26,26 +26,22 @@ with a link to it, whose events ``mcp.task.status`` record each status.
 from __future__ import annotations
 
 import importlib.metadata
-import time
+import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind
 
+from ._calls import TASK_ID, Call, TaskTrace, quietly
 from ._context import client_span, server_call
+
+log = logging.getLogger("trio_mcp.telemetry")
 
 #: Bucket boundaries the conventions advise for both duration histograms.
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
-#: The attribute naming a task (the conventions have none yet).
-TASK_ID: Final = "mcp.task.id"
-#: The event a task's work span records at each status, with :data:`TASK_STATUS`.
-TASK_STATUS_EVENT: Final = "mcp.task.status"
-TASK_STATUS: Final = "mcp.task.status"
-TASK_STATUS_MESSAGE: Final = "mcp.task.status_message"
-
 _PROTOCOL_META: Final = "io.modelcontextprotocol/protocolVersion"
 _RELATED_TASK_META: Final = "io.modelcontextprotocol/related-task"
 _URI_METHODS: Final = frozenset(
@@ -53,11 +49,6 @@ _URI_METHODS: Final = frozenset(
 )
 _TASK_METHODS: Final = frozenset(
     {"tasks/get", "tasks/result", "tasks/cancel", "tasks/update"}
-)
-#: Attributes the histograms keep (low cardinality only).
-_METRIC_KEYS: Final = (
-    "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "gen_ai.operation.name",
-    "mcp.protocol.version", "network.transport", "network.protocol.name",
 )
 _TRANSPORTS: Final[dict[Any, tuple[str | None, str | None]]] = {
     "stdio": ("pipe", None), "http": ("tcp", "http"), "websocket": ("tcp", "websocket"),
@@ -138,11 +129,26 @@ class Tracing:
         gets one, inherits it) and ends when the answer is known
         (:func:`trio_mcp._telemetry.answered`).
         """
-        method = req.method
-        if method == "tasks/get" and not self.polling:
+        if req.method == "tasks/get" and not self.polling:
             on_request(req)
             return
-        params = req.params
+        try:
+            call, context = self._start_server(session, req)
+        except Exception:  # a broken tracer must not cost the request its answer
+            log.exception("tracing: the server span of %s could not start", req.method[:100])
+            on_request(req)
+            return
+        token = otel_context.attach(context)
+        call_token = server_call.set(call)
+        try:
+            on_request(req)
+        finally:
+            server_call.reset(call_token)
+            otel_context.detach(token)
+
+    def _start_server(self, session: Any, req: Any) -> tuple[Call, Any]:
+        """The server span of ``req`` and the context with it current."""
+        method, params = req.method, req.params
         meta = params.get("_meta") if params is not None else None
         ambient = otel_context.get_current()
         parent = self._extract(meta) if self.propagate else None
@@ -158,15 +164,9 @@ class Tracing:
         span = self.tracer.start_span(
             name, parent, SpanKind.SERVER, attributes, links, record_exception=False,
         )
-        call = _Call(self, session, span, self.server_duration, method, attributes, req.id)
+        call = Call(self, session, span, self.server_duration, method, attributes, req.id)
         call.target = name
-        token = otel_context.attach(trace.set_span_in_context(span, parent))
-        call_token = server_call.set(call)
-        try:
-            on_request(req)
-        finally:
-            server_call.reset(call_token)
-            otel_context.detach(token)
+        return call, trace.set_span_in_context(span, parent)
 
     def _extract(self, meta: Any) -> Any:
         """The context carried in ``_meta``, or ``None`` if it carries no valid one."""
@@ -176,7 +176,7 @@ class Tracing:
             context = propagate.extract(
                 {k: v for k, v in meta.items() if isinstance(v, str)}
             )
-        except (ValueError, TypeError):
+        except Exception:  # a value the propagator cannot read: no parent
             return None
         if not trace.get_current_span(context).get_span_context().is_valid:
             return None
@@ -205,6 +205,28 @@ class Tracing:
 
         if method == "tasks/get" and not self.polling:
             return await send(params)
+        try:
+            call, context, params = self._start_client(session, method, params)
+        except Exception:  # a broken tracer must not stop the request
+            log.exception("tracing: the client span of %s could not start", method[:100])
+            return await send(params)
+        token = otel_context.attach(context)
+        span_token = client_span.set(call.span)
+        try:
+            result = await send(params)
+        except BaseException as exc:
+            quietly(call.failed, exc)
+            raise
+        finally:
+            client_span.reset(span_token)
+            otel_context.detach(token)
+        quietly(call.finish_result, result)
+        return result
+
+    def _start_client(
+        self, session: Any, method: str, params: dict[str, Any] | None
+    ) -> tuple[Call, Any, dict[str, Any] | None]:
+        """The client span of a request, the context with it current, the params to send."""
         meta = params.get("_meta") if params is not None else None
         name, attributes = self._describe(session, method, params, meta)
         parent = otel_context.get_current()
@@ -218,19 +240,8 @@ class Tracing:
             if carrier:
                 base = meta if isinstance(meta, dict) else {}
                 params = {**(params or {}), "_meta": {**base, **carrier}}
-        call = _Call(self, session, span, self.client_duration, method, attributes, None)
-        token = otel_context.attach(context)
-        span_token = client_span.set(span)
-        try:
-            result = await send(params)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        finally:
-            client_span.reset(span_token)
-            otel_context.detach(token)
-        call.finish_result(result)
-        return result
+        call = Call(self, session, span, self.client_duration, method, attributes, None)
+        return call, context, params
 
     # --- tasks ---------------------------------------------------------------------------
 
@@ -243,10 +254,29 @@ class Tracing:
         ``tool_error`` for a tool's ``isError`` result, the code of an error
         outcome, ``cancelled``).
         """
+        record = actor.record
         parent = otel_context.get_current()
+        try:
+            trace_ = self._start_task(record, parent)
+        except Exception:  # a broken tracer must not stop the task
+            log.exception("tracing: the work span of task %s could not start", record.task_id)
+            actor.trace = TaskTrace(trace.INVALID_SPAN, None)
+            await run()
+            return
+        actor.trace = trace_
+        token = otel_context.attach(trace_.context)
+        call_token = server_call.set(None)  # the creator's answer is not this task's
+        try:
+            await run()
+        finally:
+            server_call.reset(call_token)
+            otel_context.detach(token)
+            quietly(trace_.end, record)
+
+    def _start_task(self, record: Any, parent: Any) -> TaskTrace:
+        """The work span of the task of ``record``, its first status recorded."""
         creator_call = server_call.get()
         creator = trace.get_current_span(parent).get_span_context()
-        record = actor.record
         attributes: dict[str, Any] = {TASK_ID: record.task_id, "mcp.method.name": record.method}
         target = record.method
         if creator_call is not None:
@@ -260,18 +290,9 @@ class Tracing:
             f"task {target}", parent, SpanKind.INTERNAL, attributes, links,
             record_exception=False,
         )
-        context = trace.set_span_in_context(span, parent)
-        trace_ = TaskTrace(span, context)
-        actor.trace = trace_
+        trace_ = TaskTrace(span, trace.set_span_in_context(span, parent))
         trace_.status_changed(record)
-        token = otel_context.attach(context)
-        call_token = server_call.set(None)  # the creator's answer is not this task's
-        try:
-            await run()
-        finally:
-            server_call.reset(call_token)
-            otel_context.detach(token)
-            trace_.end(record)
+        return trace_
 
     # --- shared --------------------------------------------------------------------------
 
@@ -342,130 +363,3 @@ def _session_facts(session: Any) -> dict[str, Any]:
         if isinstance(session_id, str):
             facts["mcp.session.id"] = session_id
     return facts
-
-
-class _Call:
-    """One request's span, from its start to its answer."""
-
-    __slots__ = (
-        "attributes", "done", "histogram", "method", "request_id", "session", "span",
-        "start", "target", "tracing",
-    )
-
-    def __init__(
-        self, tracing: Tracing, session: Any, span: Any, histogram: Any, method: str,
-        attributes: dict[str, Any], request_id: Any,
-    ) -> None:
-        self.tracing = tracing
-        self.session = session
-        self.span = span
-        self.histogram = histogram
-        self.method = method
-        self.attributes = attributes
-        self.request_id = request_id
-        self.target = method
-        self.done = False
-        self.start = time.perf_counter()
-
-    def finish(self, reply: Any) -> None:
-        """End with a reply: a ``Response``, an ``ErrorResponse``, or ``None`` (cancelled)."""
-        if reply is None:
-            self._end("cancelled", None)
-            return
-        error = getattr(reply, "error", None)
-        if error is not None:
-            self._end(str(error.code), error.message, code=True)
-        else:
-            self.finish_result(reply.result)
-
-    def finish_result(self, result: Any) -> None:
-        """End with a result object (wire JSON)."""
-        error_type = None
-        if isinstance(result, dict):
-            if result.get("isError") is True:
-                error_type = "tool_error"
-            task = result.get("task")
-            task_id = task.get("taskId") if isinstance(task, dict) else (
-                result.get("taskId") if result.get("resultType") == "task" else None
-            )
-            if isinstance(task_id, str):
-                self.span.set_attribute(TASK_ID, task_id)
-            version = result.get("protocolVersion")
-            if self.method == "initialize" and isinstance(version, str):
-                self.tracing.learned_version(self.session, version)
-                self.span.set_attribute("mcp.protocol.version", version)
-                self.attributes["mcp.protocol.version"] = version
-        self._end(error_type, None)
-
-    def failed(self, exc: BaseException) -> None:
-        """End with the exception the sender got instead of a result."""
-        code = getattr(exc, "code", None)
-        if isinstance(code, int):
-            self._end(str(code), getattr(exc, "message", None), code=True)
-        elif type(exc).__name__ == "Cancelled":
-            self._end("cancelled", None)
-        else:
-            self._end(type(exc).__qualname__, str(exc))
-
-    def _end(self, error_type: str | None, message: str | None, *, code: bool = False) -> None:
-        if self.done:
-            return
-        self.done = True
-        span = self.span
-        metric = {k: v for k in _METRIC_KEYS if (v := self.attributes.get(k)) is not None}
-        if error_type is not None:
-            span.set_attribute("error.type", error_type)
-            metric["error.type"] = error_type
-            if code:
-                span.set_attribute("rpc.response.status_code", error_type)
-                metric["rpc.response.status_code"] = error_type
-            span.set_status(Status(StatusCode.ERROR, message))
-        span.end()
-        self.histogram.record(time.perf_counter() - self.start, metric)
-
-
-class TaskTrace:
-    """A task's work span: the status events and the end.
-
-    Attributes:
-        span: The work span.
-        context: The OpenTelemetry context with the span current (what the
-            task's input requests are sent under).
-    """
-
-    __slots__ = ("context", "last", "span")
-
-    def __init__(self, span: Any, context: Any) -> None:
-        self.span = span
-        self.context = context
-        self.last: Any = None
-
-    def status_changed(self, record: Any) -> None:
-        """Record the task's status as an event, if it changed since the last one."""
-        status = record.status
-        if status == self.last:
-            return
-        self.last = status
-        event: dict[str, Any] = {TASK_STATUS: str(status.value)}
-        if record.status_message is not None:
-            event[TASK_STATUS_MESSAGE] = record.status_message
-        self.span.add_event(TASK_STATUS_EVENT, event)
-
-    def end(self, record: Any) -> None:
-        """The work has ended: the last status, the outcome, the end of the span."""
-        self.status_changed(record)
-        status = str(record.status.value)
-        outcome = record.outcome
-        error_type = None
-        if status == "failed":
-            if isinstance(outcome, dict):
-                error_type = "tool_error" if outcome.get("isError") is True else "_OTHER"
-            else:
-                code = getattr(outcome, "code", None)
-                error_type = str(code) if code is not None else "_OTHER"
-        elif status == "cancelled":
-            error_type = "cancelled"
-        if error_type is not None:
-            self.span.set_attribute("error.type", error_type)
-            self.span.set_status(Status(StatusCode.ERROR, record.status_message))
-        self.span.end()

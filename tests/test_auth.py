@@ -472,3 +472,95 @@ async def test_auth_client_static_token_and_httpx_auth(auth_server: AuthServer) 
         with pytest.raises(httpx.HTTPStatusError):
             async with trio_mcp.open_http_client(url):  # no token: 401
                 pass
+
+
+# --- units (no I/O) ----------------------------------------------------------------------------
+
+
+def test_auth_identity_owner_and_scopes() -> None:
+    """The owner is the subject (stable across tokens), else ``client:<id>``; scopes parse
+    from a space-separated string; claims are read-only."""
+    a = Identity("alice", "app", "tools admin", 1.0, {"x": 1})
+    assert a.owner == "alice" and a.scopes == {"tools", "admin"} and a.has_scopes(["admin"])
+    assert Identity(None, "robot").owner == "client:robot"
+    with pytest.raises(ValueError):
+        _ = Identity(None).owner
+    with pytest.raises(TypeError):
+        a.claims["x"] = 2  # type: ignore[index]
+    assert a == Identity("alice", "app", ["admin", "tools"], 1.0, {"other": True})
+
+
+def test_auth_scopes_must_be_tokens() -> None:
+    app = trio_mcp.App("s")
+    for bad in ([""], ["two words"], ['q"uote']):
+        with pytest.raises(ValueError, match="scope"):
+            app.tool(scopes=bad)
+    app.tool(name="t", scopes="admin")(lambda: "x")
+    assert app.scope_rules[("tool", "t")] == {"admin"}  # a string is one scope
+    app.remove_tool("t")
+    assert ("tool", "t") not in app.scope_rules
+
+
+def test_auth_jwt_verifier_refuses_unsafe_algorithms() -> None:
+    """``none`` and HMAC algorithms can never be allowed (a public key is no HMAC secret)."""
+    for algorithms in (["none"], ["HS256"], ["RS256", "HS512"], []):
+        with pytest.raises(ValueError):
+            JWTVerifier("http://as/jwks", "http://as", "http://rs/mcp", algorithms=algorithms)
+    with pytest.raises(ValueError, match="audience"):
+        JWTVerifier("http://as/jwks", "http://as", [])
+
+
+def test_auth_challenge_and_discovery_urls() -> None:
+    from trio_mcp.auth._client import (
+        authorization_server_urls,
+        canonical_resource,
+        challenge_params,
+        protected_resource_urls,
+    )
+
+    header = ('Bearer realm="mcp", error="insufficient_scope", scope="a b", '
+              'resource_metadata="https://rs.example/.well-known/oauth-protected-resource/mcp"')
+    assert challenge_params(header) == {
+        "realm": "mcp", "error": "insufficient_scope", "scope": "a b",
+        "resource_metadata": "https://rs.example/.well-known/oauth-protected-resource/mcp"}
+    assert challenge_params("Basic realm=x") == {}
+    assert protected_resource_urls("https://rs.example/public/mcp?x=1") == [
+        "https://rs.example/.well-known/oauth-protected-resource/public/mcp",
+        "https://rs.example/.well-known/oauth-protected-resource"]
+    # 2025-11-25 authorization.mdx: the priority order for issuers with and without a path.
+    assert authorization_server_urls("https://as.example/tenant1") == [
+        "https://as.example/.well-known/oauth-authorization-server/tenant1",
+        "https://as.example/.well-known/openid-configuration/tenant1",
+        "https://as.example/tenant1/.well-known/openid-configuration"]
+    assert authorization_server_urls("https://as.example") == [
+        "https://as.example/.well-known/oauth-authorization-server",
+        "https://as.example/.well-known/openid-configuration"]
+    assert canonical_resource("HTTPS://RS.Example/mcp#frag") == "https://rs.example/mcp"
+    with pytest.raises(ValueError):
+        ClientCredentials("id")  # neither a secret nor a key
+
+
+async def test_auth_required_scopes_and_key_alg_mismatch(auth_server: AuthServer) -> None:
+    """``required_scopes`` are needed by every request (403 ``insufficient_scope``); a JWKS key
+    whose ``alg`` differs from the token's header refuses it (401)."""
+    kid = auth_server.add_key()
+    auth_server.published.remove(kid)
+    key = auth_server.keys[kid]
+    auth_server.keys[kid] = type(key).import_key(key.as_dict(private=True),
+                                                  parameters={"alg": "RS512", "kid": kid})
+    auth_server.published.append(kid)
+    verifier = JWTVerifier(auth_server.issuer + "/jwks.json", auth_server.issuer, "http://p")
+    http_app = trio_mcp.StreamableHttpApp(secured_app(), policy=trio_mcp.HttpPolicy(
+        verifier=verifier, required_scopes=["tools"]))
+    async with trio.open_nursery() as nursery, http_client() as http:
+        address = await nursery.start(trio_mcp.serve_http, http_app)
+        url = verifier.audience = address.url
+        raw = Raw(http, url)
+        raw.headers["Authorization"] = f"Bearer {auth_server.mint({'aud': url, 'scope': 'x'})}"
+        response = await raw.post(INITIALIZE)
+        assert response.status_code == 403
+        assert 'error="insufficient_scope", scope="tools"' in response.headers["www-authenticate"]
+        mismatched = auth_server.mint({"aud": url}, kid=kid, alg="RS256", key=key)
+        raw.headers["Authorization"] = f"Bearer {mismatched}"
+        assert (await raw.post(INITIALIZE)).status_code == 401
+        nursery.cancel_scope.cancel()

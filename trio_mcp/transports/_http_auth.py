@@ -158,10 +158,10 @@ async def authenticate(
         await fail(send, 401, "Unauthorized: a valid bearer token is required",
                    headers=[(b"www-authenticate", www)])
         return False
+    scope[IDENTITY_KEY] = identity
     if policy.required_scopes and not identity.has_scopes(policy.required_scopes):
         await insufficient_scope(policy, scope, send, path, frozenset(policy.required_scopes))
         return False
-    scope[IDENTITY_KEY] = identity
     return identity
 
 

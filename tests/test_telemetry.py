@@ -10,6 +10,7 @@ is in the ``dev`` extra, and these tests skip without it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -303,6 +304,50 @@ trio.run(main)
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "refused: tracing needs opentelemetry-api" in proc.stdout
+
+
+def test_telemetry_automatic_mode_follows_the_global_provider() -> None:
+    """Without ``configure_tracing``: off while no provider is set (and opentelemetry is
+    not even imported by trio-mcp), on for the connections made once
+    ``trace.set_tracer_provider`` was called; ``TRIO_MCP_TRACING=off`` keeps it off."""
+    code = """
+import os, sys
+import trio, trio_mcp
+from trio_mcp import _telemetry
+app = trio_mcp.App("s")
+@app.tool(inline=True)
+def echo(text: str) -> str:
+    return text
+async def call():
+    async with trio_mcp.open_memory_pair(app, trio_mcp.App("c")) as (client, _):
+        await client.call_tool("echo", {"text": "ok"})
+trio.run(call)
+print("imported before:", "opentelemetry.trace" in sys.modules, _telemetry.active is not None)
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+print("enabled:", trio_mcp.tracing_enabled())
+trio.run(call)
+print("spans:", sorted({s.name for s in exporter.get_finished_spans()}))
+"""
+    def run(env: dict[str, str]) -> str:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    base = {k: v for k, v in os.environ.items() if k != _telemetry.ENV_SWITCH}
+    out = run(base)
+    assert "imported before: False False" in out
+    assert "enabled: True" in out
+    assert "'tools/call echo'" in out and "'initialize'" in out
+    out = run({**base, _telemetry.ENV_SWITCH: "off"})
+    assert "enabled: False" in out and "spans: []" in out
 
 
 async def test_telemetry_modern_era_mrtr_rounds_and_tasks_stay_in_the_trace(otel: Otel) -> None:

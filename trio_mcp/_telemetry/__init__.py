@@ -21,7 +21,10 @@ session and the actor hand it what it needs.
 from __future__ import annotations
 
 import logging
+import math
 import os
+import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -43,6 +46,16 @@ ENV_SWITCH: Final = "TRIO_MCP_TRACING"
 _forced: bool | None = None
 _options: dict[str, Any] = {}
 _api: bool | None = None  # None: not looked for yet
+_checked_at = -math.inf  # when automatic mode last looked at the global providers
+_switched_off = os.environ.get(ENV_SWITCH, "").lower() in (
+    "off", "0", "false", "no"
+)
+#: The API loads a provider named in these by itself (an agent's set-up).
+_env_providers = any(
+    name in os.environ for name in ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+)
+_OTEL_TRACE: Final = "opentelemetry.trace"
+_OTEL_METRICS: Final = "opentelemetry.metrics"
 
 
 def configure_tracing(
@@ -82,7 +95,7 @@ def configure_tracing(
         ImportError: ``enabled=True`` and ``opentelemetry-api`` is not installed
             (install the ``otel`` extra).
     """
-    global _forced, active
+    global _forced, active, _checked_at, _switched_off
     if enabled and not _api_present():
         raise ImportError(
             "tracing needs opentelemetry-api: pip install 'trio-mcp[otel]'"
@@ -97,28 +110,48 @@ def configure_tracing(
         resource_uri_in_span_name=resource_uri_in_span_name,
     )
     active = None
+    _checked_at = -math.inf
+    _switched_off = _env_switched_off()
     refresh()
 
 
-def refresh() -> None:
+def refresh(*, now: bool = False) -> None:
     """Decide whether tracing is on; called as each connection is made (cheap when off).
 
-    Automatic mode notices a provider set after trio-mcp was imported: the
-    connections made from then on are traced.
+    Automatic mode costs nothing until ``opentelemetry`` is imported (a
+    provider cannot be set before), then looks at the global providers at
+    most once a second while none is set: a provider set after trio-mcp was
+    imported is noticed by the connections made from a second later on
+    (``now``: look at once). Once on, it stays on (a global provider is
+    set once).
     """
-    global active
-    if _forced is False or (_forced is None and not _api_present()):
-        active = None
+    global active, _checked_at
+    if _forced is not None:
+        if not _forced:
+            active = None
+        elif active is None or not active.uses(_options):
+            from . import _otel
+
+            active = _otel.Tracing(**_options)
         return
-    if _forced is None and os.environ.get(ENV_SWITCH, "").lower() in ("off", "0", "false", "no"):
-        active = None
+    if active is not None or _switched_off:
+        return
+    if not (_OTEL_TRACE in sys.modules or _OTEL_METRICS in sys.modules or _env_providers):
+        return  # nothing imported opentelemetry: no provider can be set
+    clock = time.monotonic()
+    if not now and clock - _checked_at < 1.0:
+        return
+    _checked_at = clock
+    if not _api_present():
         return
     from . import _otel
 
-    if _forced is None and not _otel.provider_configured(_options):
-        active = None
-    elif active is None or not active.uses(_options):
+    if _otel.provider_configured(_options):
         active = _otel.Tracing(**_options)
+
+
+def _env_switched_off() -> bool:
+    return os.environ.get(ENV_SWITCH, "").lower() in ("off", "0", "false", "no")
 
 
 def _api_present() -> bool:
@@ -174,7 +207,7 @@ async def within(context: Any, call: Awaitable[T]) -> T:
 
 def tracing_enabled() -> bool:
     """True when connections made now would be traced."""
-    refresh()
+    refresh(now=True)
     return active is not None
 
 

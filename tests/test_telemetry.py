@@ -434,3 +434,42 @@ async def test_telemetry_a_broken_tracer_costs_no_answer(caplog: pytest.LogCaptu
     finally:
         trio_mcp.configure_tracing()
     assert "could not start" in caplog.text
+
+
+async def test_telemetry_prompts_and_resources_and_the_settings_that_name_them(
+    otel: Otel, wire: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """``prompts/get {name}`` with ``gen_ai.prompt.name``; ``resources/read`` with
+    ``mcp.resource.uri`` and, by default, no URI in its name (the conventions: "SHOULD
+    NOT include it by default"); ``resource_uri_in_span_name=True`` names it;
+    ``propagate=False`` writes no trace context and reads none."""
+    from .helpers import load_example
+
+    server = load_example("everything_server").build_app()
+    async with trio_mcp.open_memory_pair(server, trio_mcp.App("c")) as (client, _):
+        await client.get_prompt("test_simple_prompt")
+        await client.read_resource("test://static-text")
+        trio_mcp.configure_tracing(
+            enabled=True, tracer_provider=otel.tracer_provider,
+            meter_provider=otel.meter_provider, resource_uri_in_span_name=True,
+            propagate=False,
+        )
+    async with trio_mcp.open_memory_pair(server, trio_mcp.App("c")) as (client, _):
+        await client.read_resource("test://static-text")
+    for kind in (SpanKind.CLIENT, SpanKind.SERVER):
+        prompt = otel.one("prompts/get test_simple_prompt", kind)
+        assert prompt.attributes["gen_ai.prompt.name"] == "test_simple_prompt"
+        assert "gen_ai.tool.name" not in prompt.attributes
+        plain = otel.one("resources/read", kind)
+        assert plain.attributes["mcp.resource.uri"] == "test://static-text"
+        named = otel.one("resources/read test://static-text", kind)
+        assert named.attributes["mcp.resource.uri"] == "test://static-text"
+    # Not propagated: the server span of the second read starts a trace of its own.
+    named_out = otel.one("resources/read test://static-text", SpanKind.CLIENT)
+    named_in = otel.one("resources/read test://static-text", SpanKind.SERVER)
+    assert named_in.context.trace_id != named_out.context.trace_id
+    reads = [msg for direction, msg in wire
+             if direction == "sent" and msg.get("method") == "resources/read"]
+    assert len(reads) == 2
+    assert "traceparent" in reads[0]["params"]["_meta"]
+    assert "_meta" not in reads[1]["params"]

@@ -19,8 +19,8 @@ Tools:
     park {}                          optional; runs until cancelled
     fail {message}                   optional; returns an isError result
     approve {question}               required; elicits a yes/no mid-task
-    whoami {}                        with a token: the caller's subject and scopes (JSON)
-    admin_echo {text}                with a token: echo, for callers with the scope "admin"
+    whoami {}                        with OAuth: the caller's subject and scopes (JSON)
+    admin_echo {text}                with OAuth: echo, for callers with the scope "admin"
 """
 
 from __future__ import annotations
@@ -249,8 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     verifier = _verifier(parser, args)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     try:
-        app = build_app(limits, store=args.store,
-                        auth=verifier is not None or args.token is not None)
+        app = build_app(limits, store=args.store, auth=verifier is not None)
     except ValueError as exc:  # an unknown store URL
         parser.error(f"--store: {exc}")
     tokens = {args.token: "token-user"} if args.token else None

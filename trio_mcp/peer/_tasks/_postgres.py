@@ -36,7 +36,8 @@ import trio
 from .._messages import TaskStatus
 from . import _postgres_sql as pg
 from ._codec import outcome_from_json, outcome_to_json
-from ._postgres_loops import PgCaller, listen, repeat
+from ._postgres_conn import PgPool, Row, rows, run_blocking
+from ._postgres_loops import listen, repeat
 from ._shared import (
     LEASE_LOST_MESSAGE,
     CapReached,
@@ -98,19 +99,19 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _record(row: Sequence[Any]) -> TaskRecord | None:
-    """The record a ``tasks`` row holds (columns as ``_postgres_sql._COLUMNS``), or
-    ``None`` when it is past its expiry."""
+def _record(row: Row) -> TaskRecord | None:
+    """The record a ``tasks`` row holds (columns as ``_postgres_sql._COLUMNS``, as
+    text), or ``None`` when it is past its expiry."""
     task_id, owner, seq, method, status, created, updated, ttl, poll, expires, msg, out = row
     now_wall = time.time()
-    if expires is not None and expires / 1000 <= now_wall:
+    wall = None if expires is None else int(expires) / 1000
+    if wall is not None and wall <= now_wall:
         return None
+    assert task_id and owner and seq and method and status and created and updated and poll
     return TaskRecord(
-        task_id=task_id, owner=owner, seq=seq, method=method, status=TaskStatus(status),
-        created_at=created, last_updated_at=updated, ttl=ttl, poll_interval=poll,
-        deadline=trio_deadline(
-            None if expires is None else expires / 1000, now_wall, trio.current_time()
-        ),
+        task_id=task_id, owner=owner, seq=int(seq), method=method, status=TaskStatus(status),
+        created_at=created, last_updated_at=updated, ttl=None if ttl is None else int(ttl),
+        poll_interval=int(poll), deadline=trio_deadline(wall, now_wall, trio.current_time()),
         status_message=msg, outcome=outcome_from_json(out),
     )  # fmt: skip
 
@@ -191,28 +192,28 @@ class PostgresTaskStore:
         self._q = pg.queries(self.schema)
         self.op_timeout = OP_TIMEOUT
         self.purge_batch = PURGE_BATCH
-        self._caller: PgCaller | None = None
+        self._pool: PgPool | None = None
 
     def __repr__(self) -> str:
         return f"PostgresTaskStore({self.url!r}, instance={self.instance!r})"
 
     # --- calls -------------------------------------------------------------------------
 
-    async def _one(self, name: str, *args: Any) -> Any:
+    async def _rows(self, name: str, *args: Any) -> list[Row]:
+        """The rows of statement ``name`` (one round trip)."""
+        return rows(await self._pool_().query(name, self._q[name], args))
+
+    async def _one(self, name: str, *args: Any) -> Row | None:
         """The first row of statement ``name`` (``None`` if none)."""
-        query = self._q[name]
-        return await self._caller_().call(lambda c: c.execute(query, args).fetchone())
+        found = await self._rows(name, *args)
+        return found[0] if found else None
 
-    async def _all(self, name: str, *args: Any) -> list[Any]:
-        query = self._q[name]
-        return await self._caller_().call(lambda c: c.execute(query, args).fetchall())
-
-    def _caller_(self) -> PgCaller:
-        caller = self._caller
-        if caller is None:
+    def _pool_(self) -> PgPool:
+        pool = self._pool
+        if pool is None:
             raise store_unavailable("the PostgreSQL store is not open")
-        caller.op_timeout = self.op_timeout
-        return caller
+        pool.op_timeout = self.op_timeout
+        return pool
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -226,29 +227,30 @@ class PostgresTaskStore:
             McpError: PostgreSQL cannot be reached (:func:`~._shared.store_unavailable`).
             SchemaVersionError: The tables were made by a newer trio-mcp.
         """
-        if self._caller is not None:
+        if self._pool is not None:
             raise RuntimeError(f"{self!r} is already open")
-        caller = PgCaller(
-            _conninfo(self._libpq_url, self.op_timeout), self.pool_size, self.op_timeout,
-            f"trio-mcp tasks {self.schema}",
-        )  # fmt: skip
-        await caller.open()
-        self._caller = caller
+        conninfo = _conninfo(self._libpq_url, self.op_timeout)
+        schema, q = self.schema, self._q
+
+        def set_up() -> str:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                return _set_up(conn, schema, q)
+
+        secret = await run_blocking(set_up, self.op_timeout)
+        self._pool = pool = PgPool(conninfo, self.pool_size, self.op_timeout)
         try:
-            schema, q = self.schema, self._q
-            secret = await caller.call(lambda c: _set_up(c, schema, q))
             await self.renew_lease()
         except BaseException:
-            self._caller = None
-            await caller.close()
+            self._pool = None
+            pool.close()
             raise
         log.info("%r: open (lease %g s)", self, self.lease_seconds)
         return bytes.fromhex(secret)
 
     async def aclose(self) -> None:
         """Fail this process's still-running tasks, release the lease, disconnect."""
-        caller = self._caller
-        if caller is None:
+        pool = self._pool
+        if pool is None:
             return
         try:
             with trio.CancelScope(shield=True):
@@ -258,8 +260,8 @@ class PostgresTaskStore:
         except Exception as exc:  # PostgreSQL is down: the lease lapses on its own
             log.warning("%r: could not release the lease: %s", self, exc)
         finally:
-            self._caller = None
-            await caller.close()
+            self._pool = None
+            pool.close()
 
     async def run(
         self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -268,15 +270,15 @@ class PostgresTaskStore:
         lease/3 s, fail dead instances' tasks and delete expired rows every lease/2 s.
         Survives outages (listens again with backoff). Reports started once listening
         (or once the first attempt failed: hints then wait for the server)."""
-        caller = self._caller
-        if caller is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError(f"{self!r} is not open")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(repeat, self, "renew the lease", self.lease_seconds / 3,
                                self._keep_lease)  # fmt: skip
             nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
                                self._sweep_and_purge)  # fmt: skip
-            await listen(self, caller, pg.channel(self.schema), events, task_status)
+            await listen(self, pool, pg.channel(self.schema), events, task_status)
 
     async def _keep_lease(self) -> None:
         if not await self.renew_lease():
@@ -294,7 +296,7 @@ class PostgresTaskStore:
     async def renew_lease(self) -> bool:
         """Take or renew this process's lease; False if it had lapsed (or is new)."""
         row = await self._one("renew", self.instance, self._lease_ms)
-        return bool(row[0])
+        return row is not None and row[0] == "t"
 
     async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
         """Fail the running tasks of dead instances (or of ``instance``, releasing
@@ -303,16 +305,20 @@ class PostgresTaskStore:
         Returns:
             How many tasks failed, and which instances were found dead.
         """
-        failed, dead = await self._one("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        row = await self._one("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        assert row is not None and row[0] is not None and row[1] is not None
+        failed, dead = int(row[0]), [str(d) for d in json.loads(row[1])]
         if failed and not instance:
             log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
-        return int(failed), list(dead)
+        return failed, dead
 
     async def purge(self) -> int:
         """Delete up to :attr:`purge_batch` expired records (with their input
         requests and answers); return how many."""
-        query, args = self._q["purge"], (_now_ms(), self.purge_batch)
-        return await self._caller_().call(lambda c: c.execute(query, args).rowcount)
+        result = await self._pool_().query(
+            "purge", self._q["purge"], (_now_ms(), self.purge_batch)
+        )
+        return int(result.command_tuples or 0)
 
     # --- records -----------------------------------------------------------------------
 
@@ -340,7 +346,7 @@ class PostgresTaskStore:
         if not records:
             return []
         walls = [wall_expiry(r.deadline) for r in records]
-        row = await self._one(
+        seqs = await self._rows(
             "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
             [r.task_id for r in records], [r.owner for r in records],
             [r.status.value for r in records], [r.created_at for r in records],
@@ -350,13 +356,14 @@ class PostgresTaskStore:
             [r.status_message for r in records], [outcome_to_json(r.outcome) for r in records],
         )  # fmt: skip
         out: list[int | Exception] = []
-        for record, seq in zip(records, row[0], strict=True):
+        for record, (text,) in zip(records, seqs, strict=True):
+            seq = int(text or 0)
             if seq == -1:
                 out.append(CapReached(f"{record.owner!r} has {max_live} live tasks"))
             elif seq == -2:
                 out.append(ValueError(f"task {record.task_id!r} exists"))
             else:
-                out.append(int(seq))
+                out.append(seq)
         return out
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -367,9 +374,9 @@ class PostgresTaskStore:
     async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
         """Up to ``limit`` live records of ``owner`` with ``seq > after_seq``, oldest first,
         and whether more remain."""
-        rows = await self._all("page", owner, after_seq, _now_ms(), limit + 1)
-        records = [r for r in map(_record, rows[:limit]) if r is not None]
-        return records, len(rows) > limit
+        found = await self._rows("page", owner, after_seq, _now_ms(), limit + 1)
+        records = [r for r in map(_record, found[:limit]) if r is not None]
+        return records, len(found) > limit
 
     async def update(self, record: TaskRecord) -> bool:
         """Compare and set status, message, updated and outcome while non-terminal."""
@@ -377,18 +384,18 @@ class PostgresTaskStore:
             "update", record.task_id, record.status.value, record.last_updated_at,
             record.status_message, outcome_to_json(record.outcome), _now_ms(),
         )  # fmt: skip
-        return bool(row[0])
+        return row is not None and row[0] == "t"
 
     async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
         """:meth:`update` for each record, in order, in one round trip (one statement)."""
         if not records:
             return []
-        row = await self._one(
+        applied = await self._rows(
             "update_many", [r.task_id for r in records], [r.status.value for r in records],
             [r.last_updated_at for r in records], [r.status_message for r in records],
             [outcome_to_json(r.outcome) for r in records], _now_ms(),
         )  # fmt: skip
-        return [bool(applied) for applied in row[0]]
+        return [row[0] == "t" for row in applied]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
@@ -397,15 +404,14 @@ class PostgresTaskStore:
 
     async def delete(self, task_id: str) -> None:
         """Forget a record, its input queue and answers."""
-        query = self._q["delete"]
-        await self._caller_().call(lambda c: c.execute(query, (task_id,)))
+        await self._rows("delete", task_id)
 
     async def terminal_among(self, task_ids: Collection[str]) -> set[str]:
         """Which of these ids are terminal, expired or gone."""
         if not task_ids:
             return set()
-        rows = await self._all("terminal_among", list(task_ids), _now_ms())
-        return {str(row[0]) for row in rows}
+        found = await self._rows("terminal_among", list(task_ids), _now_ms())
+        return {str(row[0]) for row in found}
 
     # --- the input_required side channel -------------------------------------------------
 
@@ -420,11 +426,12 @@ class PostgresTaskStore:
             if key is None
             else self._one("claim_key", task_id, key)
         )
-        return None if row is None else _item(row[0], row[1])
+        return None if row is None else _item(str(row[0]), str(row[1]))
 
     async def peek_inputs(self, task_id: str) -> list[InputItem]:
         """The queued requests of the task, oldest first, left in the queue."""
-        return [_item(key, body) for key, body in await self._all("peek_inputs", task_id)]
+        found = await self._rows("peek_inputs", task_id)
+        return [_item(str(key), str(body)) for key, body in found]
 
     async def requeue_input(self, task_id: str, item: InputItem) -> None:
         """Put a claimed request back at the head of the queue."""
@@ -440,7 +447,7 @@ class PostgresTaskStore:
         row = await self._one("take_answer", task_id, key)
         if row is None:
             return None
-        body = json.loads(row[0])
+        body = json.loads(str(row[0]))
         return InputAnswer(result=body.get("result"), error=body.get("error"))
 
 

@@ -78,9 +78,10 @@ CREATE TABLE {S}.leases (instance text PRIMARY KEY, expires timestamptz NOT NULL
 
 -- Creates tasks in order, in one transaction; returns each one's seq, -1 (its owner's
 -- live cap is reached) or -2 (the id is taken). The same create retried after a lost
--- reply answers its seq again. An owner's advisory lock is held from its count of
--- live tasks to the commit, so an owner's tasks commit in seq order (tasks/list
--- cursors never skip one) and the cap holds across processes. The runner's lease row
+-- reply answers its seq again. The owners' advisory locks are taken first, in one
+-- global order (no deadlock between batches), and held to the commit: an owner's
+-- tasks commit in seq order (tasks/list cursors never skip one) and the cap holds
+-- across processes. The runner's lease row
 -- is (re)made if it was swept, so a task never belongs to an instance nobody sweeps.
 CREATE FUNCTION {S}.create_tasks(
   p_runner text, p_max_live int, p_now bigint, p_lease_ms bigint, p_ids text[],
@@ -95,7 +96,11 @@ DECLARE
   live int;
   v_seq bigint;
   leased boolean := false;
+  h int;
 BEGIN
+  FOR h IN SELECT DISTINCT hashtext(o) FROM unnest(p_owners) AS o ORDER BY 1 LOOP
+    PERFORM pg_advisory_xact_lock(hashtext({CH}), h);
+  END LOOP;
   FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
     SELECT runner, created, seq INTO old FROM {S}.tasks WHERE id = p_ids[i];
     IF FOUND THEN
@@ -105,7 +110,6 @@ BEGIN
     END IF;
     IF owner_now IS DISTINCT FROM p_owners[i] THEN
       owner_now := p_owners[i];
-      PERFORM pg_advisory_xact_lock(hashtext({CH}), hashtext(owner_now));
       SELECT count(*) INTO live FROM (
         SELECT 1 FROM {S}.tasks WHERE owner = owner_now AND status IN {LIVE}
           AND (expires IS NULL OR expires > p_now) LIMIT p_max_live) AS t;
@@ -252,38 +256,41 @@ def ddl(schema: str) -> str:
 
 
 def queries(schema: str) -> dict[str, str]:
-    """Every statement the store runs, for the tables in ``schema``."""
+    """Every statement the store runs, for the tables in ``schema`` (the set-up ones
+    with psycopg's ``%s`` placeholders, the others with libpq's ``$n``)."""
     q = {
         "lock": "SELECT pg_advisory_xact_lock(hashtext('trio-mcp schema ' || {CH}))",
         "version": "SELECT value FROM {S}.meta WHERE key = 'schema_version'",
         "set_version": "INSERT INTO {S}.meta VALUES ('schema_version', %s)",
         "secret": "INSERT INTO {S}.meta VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
         "get_secret": "SELECT value FROM {S}.meta WHERE key = 'secret'",
-        "create_many": "SELECT {S}.create_tasks(%s, %s::int, %s::bigint, %s::bigint,"
-        " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
-        " %s::bigint[], %s::int[], %s::bigint[], %s::text[], %s::text[])",
-        "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = %s",
-        "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = %s AND seq > %s"
-        " AND (expires IS NULL OR expires > %s) ORDER BY seq LIMIT %s",
-        "update": "SELECT {S}.update_task(%s, %s, %s, %s, %s, %s::bigint)",
-        "update_many": "SELECT {S}.update_tasks(%s::text[], %s::text[], %s::text[],"
-        " %s::text[], %s::text[], %s::bigint)",
-        "cancel": f"SELECT {_COLUMNS} FROM {{S}}.cancel_task(%s, %s, %s, %s::bigint)",
-        "delete": "DELETE FROM {S}.tasks WHERE id = %s",
-        "terminal_among": "SELECT i FROM unnest(%s::text[]) AS i WHERE NOT EXISTS ("
+        "create_many": "SELECT x FROM unnest({S}.create_tasks($1, $2::int, $3::bigint,"
+        " $4::bigint, $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],"
+        " $11::bigint[], $12::int[], $13::bigint[], $14::text[], $15::text[]))"
+        " WITH ORDINALITY AS t(x, n) ORDER BY n",
+        "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = $1",
+        "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = $1 AND seq > $2::bigint"
+        " AND (expires IS NULL OR expires > $3::bigint) ORDER BY seq LIMIT $4::int",
+        "update": "SELECT {S}.update_task($1, $2, $3, $4, $5, $6::bigint)",
+        "update_many": "SELECT x FROM unnest({S}.update_tasks($1::text[], $2::text[],"
+        " $3::text[], $4::text[], $5::text[], $6::bigint)) WITH ORDINALITY AS t(x, n)"
+        " ORDER BY n",
+        "cancel": f"SELECT {_COLUMNS} FROM {{S}}.cancel_task($1, $2, $3, $4::bigint)",
+        "delete": "DELETE FROM {S}.tasks WHERE id = $1",
+        "terminal_among": "SELECT i FROM unnest($1::text[]) AS i WHERE NOT EXISTS ("
         "SELECT 1 FROM {S}.tasks t WHERE t.id = i AND t.status IN {LIVE}"
-        " AND (t.expires IS NULL OR t.expires > %s))",
+        " AND (t.expires IS NULL OR t.expires > $2::bigint))",
         "purge": "DELETE FROM {S}.tasks WHERE id IN (SELECT id FROM {S}.tasks"
-        " WHERE expires <= %s ORDER BY expires LIMIT %s FOR UPDATE SKIP LOCKED)",
-        "renew": "SELECT {S}.renew_lease(%s, %s::bigint)",
-        "sweep": "SELECT failed, dead FROM {S}.sweep(%s, %s, %s)",
-        "push_input": "SELECT {S}.push_input(%s, %s, %s, %s::boolean)",
+        " WHERE expires <= $1::bigint ORDER BY expires LIMIT $2::int FOR UPDATE SKIP LOCKED)",
+        "renew": "SELECT {S}.renew_lease($1, $2::bigint)",
+        "sweep": "SELECT failed, array_to_json(dead)::text FROM {S}.sweep($1, $2, $3)",
+        "push_input": "SELECT {S}.push_input($1, $2, $3, $4::boolean)",
         "claim_oldest": "DELETE FROM {S}.inputs WHERE (task_id, key) = (SELECT task_id, key"
-        " FROM {S}.inputs WHERE task_id = %s ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED)"
+        " FROM {S}.inputs WHERE task_id = $1 ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED)"
         " RETURNING key, body",
-        "claim_key": "DELETE FROM {S}.inputs WHERE task_id = %s AND key = %s RETURNING key, body",
-        "peek_inputs": "SELECT key, body FROM {S}.inputs WHERE task_id = %s ORDER BY pos",
-        "answer_input": "SELECT {S}.answer_input(%s, %s, %s)",
-        "take_answer": "DELETE FROM {S}.answers WHERE task_id = %s AND key = %s RETURNING body",
+        "claim_key": "DELETE FROM {S}.inputs WHERE task_id = $1 AND key = $2 RETURNING key, body",
+        "peek_inputs": "SELECT key, body FROM {S}.inputs WHERE task_id = $1 ORDER BY pos",
+        "answer_input": "SELECT {S}.answer_input($1, $2, $3)",
+        "take_answer": "DELETE FROM {S}.answers WHERE task_id = $1 AND key = $2 RETURNING body",
     }
     return {name: _fill(text, schema) for name, text in q.items()}

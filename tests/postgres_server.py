@@ -221,7 +221,6 @@ def require_postgres() -> None:
     """Skip (or, under CI, fail) unless psycopg and PostgreSQL's binaries are available."""
     try:
         import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed (the optional 'postgres' extra)")
     if PG_BIN is None:

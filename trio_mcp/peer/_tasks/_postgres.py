@@ -5,7 +5,7 @@ a unix socket with ``?host=/path/to/socket/dir``. Store options in the query:
 ``lease=SECONDS`` (default 30), ``hint=SECONDS`` (default ``min(2, lease/3)``),
 ``schema=NAME`` (default ``trio_mcp``), ``pool=N`` (connections, default 8); any
 other query option goes to libpq (``sslmode``, ``connect_timeout``, ...). Needs
-the ``postgres`` extra (psycopg 3 and psycopg_pool) and PostgreSQL 13 or later.
+the ``postgres`` extra (psycopg 3) and PostgreSQL 13 or later.
 
 The tables, their indexes and functions are created on first use in their own
 schema and versioned (:mod:`._postgres_sql`); a schema newer than this code knows

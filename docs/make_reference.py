@@ -34,8 +34,9 @@ PAGES: dict[str, tuple[str, str]] = {
         "({py:class}`~trio_mcp.TaskRegistry`, {py:class}`~trio_mcp.TaskLimits`), where "
         "they live (the stores) and the status machine.")),
     "messages": ("Messages", (
-        "The MCP types a program reads and writes (attrs classes; the wire's camelCase "
-        "names are snake_case here) and the JSON-RPC envelopes.")),
+        "The MCP types a program reads and writes (attrs classes: change a copy with "
+        "{py:func}`attrs.evolve`; the wire's camelCase names are snake_case here) and the "
+        "JSON-RPC envelopes.")),
     "errors": ("Errors and codes", (
         "What callers catch, what handlers raise, and the JSON-RPC codes. Connection "
         "failures on every transport are {py:class}`~trio_mcp.ConnectionFailed`.")),

@@ -10,6 +10,7 @@ full dotted name). Usage::
     python docs/_intersphinx/trio_inventory.py trio-0.35.0/docs/source docs/_intersphinx/trio.inv
 """
 
+import importlib
 import re
 import sys
 import zlib
@@ -21,6 +22,18 @@ ROLES = {
     "method": "method", "automethod": "method",
 }
 DIRECTIVE = re.compile(r"^\s*\.\. (\w+):: ([\w.]+)")
+
+
+def _members(dotted: str) -> list[str]:
+    """The public methods of the installed trio class ``dotted`` (none if it is not one)."""
+    module_name, _, name = dotted.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        return []
+    if not isinstance(cls, type):
+        return []
+    return [m for m, v in vars(cls).items() if not m.startswith("_") and callable(v)]
 
 
 def main(source: str, out: str) -> None:
@@ -38,6 +51,10 @@ def main(source: str, out: str) -> None:
             elif kind in ROLES:
                 full = name if name.startswith("trio") else f"{module}.{name}"
                 lines.append(f"{full} py:{ROLES[kind]} 1 {page.stem}.html#{full} -")
+                if kind == "autoclass":  # ":members:": the installed class's public methods
+                    for member in _members(full):
+                        target = f"{full}.{member}"
+                        lines.append(f"{target} py:method 1 {page.stem}.html#{target} -")
     header = (
         "# Sphinx inventory version 2\n# Project: Trio\n# Version: 0.35.0\n"
         "# The remainder of this file is compressed using zlib.\n"

@@ -230,6 +230,15 @@ async def test_postgres_records_round_trip(postgres_url: str) -> None:
         assert await store.terminal_among([]) == set()
         with pytest.raises(ValueError):
             await store.create(_record("t-2"), max_live=10)
+        # text travels as text: array syntax, quotes, backslashes, non-ASCII survive
+        odd_owner = 'identity:a "b",{c}\\d NULL é\u2028'
+        odd = _record('t-{odd},"x"', odd_owner)
+        odd.status_message = 'say "hi", {1,2} \\ NULL'
+        await store.create(odd, max_live=10)
+        got = await store.get('t-{odd},"x"')
+        assert (got.owner, got.status_message) == (odd_owner, odd.status_message)
+        assert [r.task_id for r in (await store.page(odd_owner, 0, 10))[0]] == [odd.task_id]
+        assert await store.terminal_among([odd.task_id, "NULL"]) == {"NULL"}
 
 
 async def test_postgres_cancel_wins_over_a_later_update(postgres_url: str) -> None:

@@ -87,7 +87,10 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
 def _conninfo(libpq_url: str, op_timeout: float) -> str:
     """The URL with our timeouts: connecting, and every statement on the server."""
     given = psycopg.conninfo.conninfo_to_dict(libpq_url)
-    extra: dict[str, Any] = {"application_name": given.get("application_name", "trio-mcp")}
+    extra: dict[str, Any] = {
+        "application_name": given.get("application_name", "trio-mcp"),
+        "client_encoding": "UTF8",  # results are decoded as UTF-8, whatever the server's
+    }
     if "connect_timeout" not in given:
         extra["connect_timeout"] = max(2, math.ceil(op_timeout))
     timeout = f"-c statement_timeout={math.ceil(op_timeout * 1000)}"
@@ -107,7 +110,9 @@ def _record(row: Row) -> TaskRecord | None:
     wall = None if expires is None else int(expires) / 1000
     if wall is not None and wall <= now_wall:
         return None
-    assert task_id and owner and seq and method and status and created and updated and poll
+    assert task_id is not None and owner is not None and seq is not None
+    assert method is not None and status is not None and created is not None
+    assert updated is not None and poll is not None
     return TaskRecord(
         task_id=task_id, owner=owner, seq=int(seq), method=method, status=TaskStatus(status),
         created_at=created, last_updated_at=updated, ttl=None if ttl is None else int(ttl),

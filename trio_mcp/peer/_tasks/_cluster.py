@@ -25,9 +25,11 @@ module does what crosses processes:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
+from collections.abc import Iterator
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -37,6 +39,7 @@ from ..._errors import RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
 from .._messages import TaskStatus
 from ._actor import TaskActor
 from ._connection import TaskConnection
+from ._creates import CreateBatcher
 from ._ledger import TaskLedger, expired, owned
 from ._shared import CapReached, InputAnswer, InputItem, SharedTaskStore, store_unavailable
 from ._state import TaskEvent
@@ -50,6 +53,9 @@ SETTLE_TIMEOUT: Final = 5.0
 _RETRY_SECONDS: Final = 0.5
 #: The most status writes the writer sends in one round trip.
 _BATCH: Final = 256
+#: The most terminal records kept after this process stored them (tasks/result and
+#: tasks/get read them here: a terminal record never changes in the store).
+_FINAL_KEPT: Final = 4096
 
 _Write: TypeAlias = tuple[Literal["update"], TaskRecord] | tuple[Literal["delete"], str]
 
@@ -77,12 +83,21 @@ class Cluster:
         # ask() returns that connection (a nested task is followed there).
         self._via: dict[tuple[str, str], TaskConnection] = {}
         self._nursery: trio.Nursery | None = None
+        create_many = getattr(store, "create_many", None)
+        self._creates = CreateBatcher(create_many) if create_many is not None else None
+        # Terminal records whose terminal write this process stored (compare and set):
+        # final in the store until deleted, so read here, not again from the store.
+        self._final: dict[str, TaskRecord] = {}
+        # Tasks whose local actor is asking its requestor (queued in the store) now.
+        self._asking: dict[str, int] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the store's hints and lease, the writer and the heartbeat, until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.store.run, self)
+            if self._creates is not None:
+                await nursery.start(self._creates.run)
             nursery.start_soon(self._writer)
             nursery.start_soon(self._heartbeat)
             task_status.started()
@@ -97,7 +112,10 @@ class Cluster:
                 process, atomically); -32603 when the store is unavailable.
         """
         try:
-            record.seq = await self.store.create(record, max_live=max_live)
+            if self._creates is not None and self._creates.running:
+                record.seq = await self._creates.create(record, max_live)
+            else:
+                record.seq = await self.store.create(record, max_live=max_live)
         except CapReached:
             raise McpError(
                 RESOURCE_LIMIT, f"Too many live tasks: at most {max_live} per requestor"
@@ -111,6 +129,7 @@ class Cluster:
 
     def deleted(self, task_id: str) -> None:
         """Queue the deletion of an expired task."""
+        self._final.pop(task_id, None)
         self._queue(("delete", task_id))
 
     def _queue(self, item: _Write) -> None:
@@ -165,6 +184,8 @@ class Cluster:
                     for record, ok in zip(updates, applied, strict=True):
                         if not ok:  # terminal in the store already: make the actor agree
                             self._spawn(self.reconcile, record.task_id)
+                        elif record.status.is_terminal:
+                            self._keep_final(record)
                 if delete is not None:
                     await self.store.delete(str(delete[1]))
             except McpError as exc:
@@ -177,6 +198,12 @@ class Cluster:
         if self._failing is not None:
             log.warning("task store writes resumed")
             self._failing = None
+
+    def _keep_final(self, record: TaskRecord) -> None:
+        final = self._final
+        final[record.task_id] = record
+        if len(final) > _FINAL_KEPT:
+            del final[next(iter(final))]  # the oldest
 
     def _spawn(self, fn: Any, *args: Any) -> None:
         if self._nursery is not None:
@@ -241,15 +268,22 @@ class Cluster:
 
     # --- reading ---------------------------------------------------------------------------
 
-    async def lookup(self, owner: str, task_id: str) -> TaskRecord:
+    async def lookup(self, owner: str, task_id: str, *, final_here: bool = False) -> TaskRecord:
         """``owner``'s task as stored, after this process's own writes.
+
+        With ``final_here``, a terminal record this process stored is not read
+        again (``tasks/result``: it cannot change in the store; ``tasks/get`` and
+        the others always read the store, so an outage shows at once).
 
         Raises:
             McpError: -32602 for an unknown, expired or foreign id; -32603
                 when the store is unavailable.
         """
         await self.settle()
-        record = owned(await self.store.get(task_id), owner, task_id)
+        record = self._final.get(task_id) if final_here else None
+        if record is None:
+            record = await self.store.get(task_id)
+        record = owned(record, owner, task_id)
         if record.deadline <= trio.current_time():
             raise expired()
         return record
@@ -261,57 +295,35 @@ class Cluster:
         and sent over ``peer``, and their answers stored for the actor.
         """
         hint = self._hint(task_id)
-        record = await self.lookup(owner, task_id)
+        record = await self.lookup(owner, task_id, final_here=True)
         if record.status.is_terminal:
             return record
         async with trio.open_nursery() as nursery:
             while not record.status.is_terminal:
-                while (item := await self.store.claim_input(task_id)) is not None:
-                    nursery.start_soon(self._deliver, task_id, item, peer)
+                # A local actor's requests are queued by this process (ask()): look
+                # for them only while it asks; any other task's, at every wake-up.
+                if self._asking.get(task_id) or self._ledger.running_actor(task_id) is None:
+                    while (item := await self.store.claim_input(task_id)) is not None:
+                        nursery.start_soon(_deliver, self, task_id, item, peer)
                 await self._sleep_on(hint, math.inf)
                 hint = self._hint(task_id)
-                record = await self.lookup(owner, task_id)
+                record = await self.lookup(owner, task_id, final_here=True)
             nursery.cancel_scope.cancel()
         return record
 
-    async def _deliver(self, task_id: str, item: InputItem, peer: TaskConnection) -> None:
-        params = item.params
-        if self._ledger.running_actor(task_id) is None and "task" in params:
-            # The answer goes to another process, which cannot follow a task
-            # hosted on this connection: ask for the plain result instead.
-            params = {k: v for k, v in params.items() if k != "task"}
-        try:
-            result = await peer.request_raw(item.method, params)
-            answer = InputAnswer(result=result)
-            if self._ledger.running_actor(task_id) is not None:
-                self._via[task_id, item.key] = peer
-        except RemoteError as exc:
-            error = {"code": exc.code, "message": exc.message}
-            if exc.data is not None:
-                error["data"] = exc.data
-            answer = InputAnswer(error=error)
-        except ConnectionClosed:
-            await self._requeue(task_id, item)
-            return
-        except trio.Cancelled:
-            # This tasks/result ended first: the request goes back in the queue
-            # for the next one (or the actor's own fallback), never lost.
-            with trio.CancelScope(shield=True):
-                await self._requeue(task_id, item)
-            raise
-        try:
-            await self.store.answer_input(task_id, item.key, answer)
-        except McpError as exc:
-            log.warning("task %s: an answer could not be stored: %s", task_id, exc.message)
-
-    async def _requeue(self, task_id: str, item: InputItem) -> None:
-        with trio.move_on_after(SETTLE_TIMEOUT):
-            try:
-                await self.store.requeue_input(task_id, item)
-            except McpError as exc:
-                log.warning("task %s: a request could not be requeued: %s", task_id, exc.message)
-
     # --- the actors' input requests (InputRelay) -----------------------------------------
+
+    @contextlib.contextmanager
+    def asking(self, task_id: str) -> Iterator[None]:
+        """Mark the local actor of ``task_id`` as asking (its requests are in the store)."""
+        self._asking[task_id] = self._asking.get(task_id, 0) + 1
+        try:
+            yield
+        finally:
+            if left := self._asking[task_id] - 1:
+                self._asking[task_id] = left
+            else:
+                del self._asking[task_id]
 
     async def ask_pulled(
         self, actor: TaskActor, key: str, method: str, params: dict[str, Any]
@@ -322,36 +334,9 @@ class Cluster:
     async def ask(
         self, actor: TaskActor, method: str, params: dict[str, Any]
     ) -> tuple[dict[str, Any], TaskConnection | None]:
-        """Queue ``method`` for the requestor in the store and await its answer.
-
-        Raises:
-            RemoteError: The requestor answered with an error.
-            McpError: -32603 when the store is unavailable.
-        """
-        task_id = actor.task_id
-        item = InputItem(str(next(self._keys)), method, params)
-        hint = self._hint(task_id)
-        await self.store.push_input(task_id, item)
-        poll = actor.record.poll_interval / 1000
-        fallback_at = trio.current_time() + poll
-        while (answer := await self.store.take_answer(task_id, item.key)) is None:
-            if trio.current_time() >= fallback_at:
-                fallback_at = trio.current_time() + poll
-                peer = self._ledger.live_peer(actor.record.owner, prefer=actor.origin)
-                if peer is not None and await self.store.claim_input(task_id, item.key):
-                    try:
-                        return await peer.request_raw(method, params), peer
-                    except ConnectionClosed:
-                        await self.store.requeue_input(task_id, item)
-            await self._sleep_on(hint, max(0.0, fallback_at - trio.current_time()))
-            hint = self._hint(task_id)
-        via = self._via.pop((task_id, item.key), None)
-        if answer.error is not None:
-            error = answer.error
-            raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
-        assert answer.result is not None
-        return answer.result, via
-
+        """Queue ``method`` for the requestor in the store and await its answer
+        (:func:`ask_pushed`)."""
+        return await ask_pushed(self, actor, method, params)
 
 async def ask_pulled(
     cluster: Cluster, actor: TaskActor, key: str, method: str, params: dict[str, Any]
@@ -367,7 +352,21 @@ async def ask_pulled(
     task_id = actor.task_id
     assert actor.pulled is not None
     pulled = actor.pulled
+    with cluster.asking(task_id):
+        return await _ask_pulled(cluster, actor, pulled, key, method, params)
+
+
+async def _ask_pulled(
+    cluster: Cluster,
+    actor: TaskActor,
+    pulled: Any,
+    key: str,
+    method: str,
+    params: dict[str, Any],
+) -> dict[str, Any]:
+    task_id = actor.task_id
     await cluster.store.push_input(task_id, InputItem(key, method, params))
+    cluster.wake(task_id)
     got: list[dict[str, Any]] = []
     try:
         async with trio.open_nursery() as nursery:
@@ -390,3 +389,80 @@ async def ask_pulled(
             await cluster.store.claim_input(task_id, key)
     return got[0]
 
+
+async def ask_pushed(
+    cluster: Cluster, actor: TaskActor, method: str, params: dict[str, Any]
+) -> tuple[dict[str, Any], TaskConnection | None]:
+    """Queue ``method`` for the requestor in the store and await its answer.
+
+    Raises:
+        RemoteError: The requestor answered with an error.
+        McpError: -32603 when the store is unavailable.
+    """
+    task_id = actor.task_id
+    item = InputItem(str(next(cluster._keys)), method, params)
+    with cluster.asking(task_id):
+        await cluster.store.push_input(task_id, item)
+        cluster.wake(task_id)  # a tasks/result open here takes it at once
+        hint = cluster._hint(task_id)
+        poll = actor.record.poll_interval / 1000
+        fallback_at = trio.current_time() + poll
+        while (answer := await cluster.store.take_answer(task_id, item.key)) is None:
+            if trio.current_time() >= fallback_at:
+                fallback_at = trio.current_time() + poll
+                peer = cluster._ledger.live_peer(actor.record.owner, prefer=actor.origin)
+                if peer is not None and await cluster.store.claim_input(task_id, item.key):
+                    try:
+                        return await peer.request_raw(method, params), peer
+                    except ConnectionClosed:
+                        await cluster.store.requeue_input(task_id, item)
+            await cluster._sleep_on(hint, max(0.0, fallback_at - trio.current_time()))
+            hint = cluster._hint(task_id)
+    via = cluster._via.pop((task_id, item.key), None)
+    if answer.error is not None:
+        error = answer.error
+        raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
+    assert answer.result is not None
+    return answer.result, via
+
+
+async def _deliver(
+    cluster: Cluster, task_id: str, item: InputItem, peer: TaskConnection
+) -> None:
+    """Send a queued input request over ``peer``; store the answer (or requeue it)."""
+    params = item.params
+    if cluster._ledger.running_actor(task_id) is None and "task" in params:
+        # The answer goes to another process, which cannot follow a task
+        # hosted on this connection: ask for the plain result instead.
+        params = {k: v for k, v in params.items() if k != "task"}
+    try:
+        result = await peer.request_raw(item.method, params)
+        answer = InputAnswer(result=result)
+        if cluster._ledger.running_actor(task_id) is not None:
+            cluster._via[task_id, item.key] = peer
+    except RemoteError as exc:
+        error = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:
+            error["data"] = exc.data
+        answer = InputAnswer(error=error)
+    except ConnectionClosed:
+        await _requeue(cluster, task_id, item)
+        return
+    except trio.Cancelled:
+        # This tasks/result ended first: the request goes back in the queue
+        # for the next one (or the actor's own fallback), never lost.
+        with trio.CancelScope(shield=True):
+            await _requeue(cluster, task_id, item)
+        raise
+    try:
+        await cluster.store.answer_input(task_id, item.key, answer)
+    except McpError as exc:
+        log.warning("task %s: an answer could not be stored: %s", task_id, exc.message)
+    cluster.wake(task_id)  # an actor asking here takes it at once
+
+async def _requeue(cluster: Cluster, task_id: str, item: InputItem) -> None:
+    with trio.move_on_after(SETTLE_TIMEOUT):
+        try:
+            await cluster.store.requeue_input(task_id, item)
+        except McpError as exc:
+            log.warning("task %s: a request could not be requeued: %s", task_id, exc.message)

@@ -44,18 +44,23 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import coredis
 import trio
-from coredis.exceptions import ConnectionError as RedisConnectionError
-from coredis.exceptions import ReadOnlyError, RedisError, ResponseError
+from coredis.exceptions import RedisError
 from coredis.retry import NoRetryPolicy
 
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
 from ._codec import outcome_from_json, outcome_to_json
-from ._redis_loops import closing_connections, hold_client, listen, repeat
+from ._redis_loops import (
+    closing_connections,
+    hold_client,
+    listen,
+    parse_url,
+    repeat,
+    unavailable_reason,
+)
 from ._shared import (
     LEASE_LOST_MESSAGE,
     CapReached,
@@ -79,49 +84,13 @@ DEFAULT_PREFIX: Final = "trio-mcp"
 #: How long Redis keeps a record after its ``expires`` (ms).
 EXPIRY_MARGIN_MS: Final = 60_000
 _SCRIPTS: Final = {
-    "create": lua.CREATE, "update": lua.UPDATE, "cancel": lua.CANCEL, "delete": lua.DELETE,
+    "create": lua.CREATE, "create_many": lua.CREATE_MANY, "update": lua.UPDATE,
+    "update_many": lua.UPDATE_MANY, "cancel": lua.CANCEL, "delete": lua.DELETE,
     "page": lua.PAGE, "terminal_among": lua.TERMINAL_AMONG, "push_input": lua.PUSH_INPUT,
     "claim_input": lua.CLAIM_INPUT, "peek_inputs": lua.PEEK_INPUTS,
     "answer_input": lua.ANSWER_INPUT, "take_answer": lua.TAKE_ANSWER,
     "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP, "secret": lua.SECRET,
 }  # fmt: skip
-_BUSY_REPLIES: Final = frozenset(
-    {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
-)
-
-
-def parse_url(url: str) -> tuple[str, dict[str, str]]:
-    """Split a store URL into the coredis URL and our options (lease, prefix, hint)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"not a Redis URL: {url!r}")
-    ours: dict[str, str] = {}
-    rest: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in ("lease", "prefix", "hint"):
-            ours[name] = value
-        else:
-            rest.append((name, value))
-    client_url = urlunsplit(parts._replace(query=urlencode(rest)))
-    if parts.scheme == "unix" and not client_url.startswith("unix://"):
-        client_url = "unix://" + client_url[len("unix:") :]
-    return client_url, ours
-
-
-def unavailable_reason(exc: BaseException) -> str | None:
-    """Why ``exc`` means Redis cannot serve now, or ``None`` if it is another error."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            if (reason := unavailable_reason(inner)) is not None:
-                return reason
-        return None
-    if isinstance(exc, RedisConnectionError | TimeoutError | OSError | ReadOnlyError):
-        return f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0] in _BUSY_REPLIES:
-        return f"Redis: {exc}"
-    return None
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -362,28 +331,30 @@ class RedisTaskStore:
             CapReached: ``record.owner`` has ``max_live`` live tasks.
             ValueError: A task with this id exists.
         """
-        wall = wall_expiry(record.deadline)
-        expires = None if wall is None else round(wall * 1000)
-        fields: list[str] = ["method", record.method, "updated", record.last_updated_at,
-                             "poll", str(record.poll_interval)]  # fmt: skip
-        if record.ttl is not None:
-            fields += ["ttl", str(record.ttl)]
-        if expires is not None:
-            fields += ["expires", str(expires)]
-        if record.status_message is not None:
-            fields += ["msg", record.status_message]
-        if (outcome := outcome_to_json(record.outcome)) is not None:
-            fields += ["outcome", outcome]
-        at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
-        seq = int(await self._script(
-            "create", record.task_id, record.owner, self.instance, record.status.value,
-            record.created_at, str(max_live), str(_now_ms()), at, self._lease_ms, *fields,
-        ))  # fmt: skip
-        if seq == -1:
-            raise CapReached(f"{record.owner!r} has {max_live} live tasks")
-        if seq == -2:
-            raise ValueError(f"task {record.task_id!r} exists")
-        return seq
+        seq = int(await self._script("create", *_create_args(self, record, max_live, _now_ms())))
+        return _created(record, max_live, seq)
+
+    async def create_many(
+        self, records: Sequence[TaskRecord], *, max_live: int
+    ) -> list[int | Exception]:
+        """:meth:`create` for each record, in order, in one round trip (one script).
+
+        Returns:
+            Each record's seq, or the :class:`CapReached` or :class:`ValueError`
+            it would have raised.
+        """
+        now, args = _now_ms(), []
+        for record in records:
+            one = _create_args(self, record, max_live, now)
+            args += [str(len(one)), *one]
+        answers = await self._script("create_many", *args)
+        out: list[int | Exception] = []
+        for record, seq in zip(records, answers, strict=True):
+            try:
+                out.append(_created(record, max_live, int(seq)))
+            except (CapReached, ValueError) as exc:
+                out.append(exc)
+        return out
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record, or ``None`` if unknown or expired."""
@@ -404,18 +375,11 @@ class RedisTaskStore:
         return bool(applied)
 
     async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
-        """:meth:`update` for each record, in order, in one round trip (a pipeline)."""
-        script, now = self._scripts["update"], _now_ms()
-
-        async def run(client: coredis.Redis[str]) -> list[Any]:
-            async with client.pipeline(transaction=False) as pipe:
-                sent = [
-                    script(args=[self.prefix, *_update_args(r, now)], client=pipe)
-                    for r in records
-                ]
-            return [await request for request in sent]
-
-        return [bool(applied) for applied in await self._do(run)]
+        """:meth:`update` for each record, in order, in one round trip (one script)."""
+        now, args = _now_ms(), []
+        for record in records:
+            args += _update_args(record, now)
+        return [bool(applied) for applied in await self._script("update_many", *args)]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
@@ -472,6 +436,38 @@ if TYPE_CHECKING:
 
     def _conforms(store: RedisTaskStore) -> SharedTaskStore:
         return store  # mypy checks the class against the protocol
+
+
+def _create_args(
+    store: RedisTaskStore, record: TaskRecord, max_live: int, now_ms: int
+) -> list[str]:
+    """The CREATE script's arguments after the prefix."""
+    wall = wall_expiry(record.deadline)
+    expires = None if wall is None else round(wall * 1000)
+    fields: list[str] = ["method", record.method, "updated", record.last_updated_at,
+                         "poll", str(record.poll_interval)]  # fmt: skip
+    if record.ttl is not None:
+        fields += ["ttl", str(record.ttl)]
+    if expires is not None:
+        fields += ["expires", str(expires)]
+    if record.status_message is not None:
+        fields += ["msg", record.status_message]
+    if (outcome := outcome_to_json(record.outcome)) is not None:
+        fields += ["outcome", outcome]
+    at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
+    return [
+        record.task_id, record.owner, store.instance, record.status.value, record.created_at,
+        str(max_live), str(now_ms), at, store._lease_ms, *fields,
+    ]  # fmt: skip
+
+
+def _created(record: TaskRecord, max_live: int, seq: int) -> int:
+    """The CREATE script's answer: the seq, or why it refused."""
+    if seq == -1:
+        raise CapReached(f"{record.owner!r} has {max_live} live tasks")
+    if seq == -2:
+        raise ValueError(f"task {record.task_id!r} exists")
+    return seq
 
 
 def _update_args(record: TaskRecord, now_ms: int) -> list[str]:

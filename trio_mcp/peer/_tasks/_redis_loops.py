@@ -7,7 +7,10 @@
 * :func:`listen`: the pub/sub subscription to the hints channel, reconnected
   with backoff whenever Redis goes away;
 * :func:`repeat`: a periodic job (lease renewal, sweep) that logs an outage once
-  instead of crashing.
+  instead of crashing;
+
+and the two helpers that read what the store is given: :func:`parse_url` (the store
+URL) and :func:`unavailable_reason` (which errors mean "Redis cannot serve now").
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio.streams.memory
 import coredis
 import trio
+from coredis.exceptions import ConnectionError as RedisConnectionError
+from coredis.exceptions import ReadOnlyError, ResponseError
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -135,3 +141,40 @@ def _brief(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return f"{type(exc).__name__}: {exc}"
+
+
+_BUSY_REPLIES: Final = frozenset(
+    {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
+)
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a store URL into the coredis URL and our options (lease, prefix, hint)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"not a Redis URL: {url!r}")
+    ours: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in ("lease", "prefix", "hint"):
+            ours[name] = value
+        else:
+            rest.append((name, value))
+    client_url = urlunsplit(parts._replace(query=urlencode(rest)))
+    if parts.scheme == "unix" and not client_url.startswith("unix://"):
+        client_url = "unix://" + client_url[len("unix:") :]
+    return client_url, ours
+
+
+def unavailable_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` means Redis cannot serve now, or ``None`` if it is another error."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (reason := unavailable_reason(inner)) is not None:
+                return reason
+        return None
+    if isinstance(exc, RedisConnectionError | TimeoutError | OSError | ReadOnlyError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0] in _BUSY_REPLIES:
+        return f"Redis: {exc}"
+    return None

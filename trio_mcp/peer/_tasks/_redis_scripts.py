@@ -23,81 +23,112 @@ local function gone(expires, now)
 end
 """
 
+_CREATE_ONE: Final = """
+local function create(a)
+  local id, owner, runner, status = a[1], a[2], a[3], a[4]
+  local max_live, now, at = tonumber(a[6]), tonumber(a[7]), tonumber(a[8])
+  local key = tkey(id)
+  local old = redis.call('HMGET', key, 'runner', 'created', 'seq')
+  if old[1] then
+    -- the same create retried after a lost reply: answer it again
+    if old[1] == runner and old[2] == a[5] then return tonumber(old[3]) end
+    return -2
+  end
+  local live = P .. ':live:' .. owner
+  local running = not TERMINAL[status]
+  if running and redis.call('SCARD', live) >= max_live then
+    -- heal the set: drop members that are gone or terminal
+    for _, other in ipairs(redis.call('SMEMBERS', live)) do
+      local st = redis.call('HGET', tkey(other), 'status')
+      if (not st) or TERMINAL[st] then redis.call('SREM', live, other) end
+    end
+    if redis.call('SCARD', live) >= max_live then return -1 end
+  end
+  local seq = redis.call('INCR', P .. ':seq')
+  redis.call('HSET', key, 'seq', seq, 'owner', owner, 'runner', runner, 'status', status,
+    'created', a[5], unpack(a, 10))
+  local index = P .. ':o:' .. owner
+  local left = redis.call('PTTL', index)
+  redis.call('ZADD', index, seq, id)
+  if at then
+    redis.call('PEXPIREAT', key, at)
+    if left == -2 or (left >= 0 and now + left < at) then redis.call('PEXPIREAT', index, at) end
+  else
+    redis.call('PERSIST', index)
+  end
+  if running then
+    redis.call('SADD', live, id)
+    redis.call('SADD', P .. ':runs:' .. runner, id)
+    redis.call('SADD', P .. ':instances', runner)
+    redis.call('SET', P .. ':lease:' .. runner, '1', 'PX', a[9], 'NX')
+  end
+  return seq
+end
+"""
+
 #: ARGV: P, id, owner, runner, status, created, max_live, now_ms, expire_at_ms|'',
 #: lease_ms, then field/value pairs. Returns the seq, -1 (cap reached) or -2 (id
 #: taken). The runner is (re)registered, its lease re-taken if it had lapsed, so a
 #: task is never left in the runs set of an instance nobody sweeps.
-CREATE: Final = (
+CREATE: Final = _PRELUDE + _CREATE_ONE + "\nreturn create({unpack(ARGV, 2)})\n"
+
+#: ARGV: P, then per record: its count of arguments, then CREATE's arguments after P.
+#: Returns each record's answer (as CREATE's), in order: many creates, one round trip.
+CREATE_MANY: Final = (
     _PRELUDE
+    + _CREATE_ONE
     + """
-local id, owner, runner, status = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local max_live, now, at = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local key = tkey(id)
-local old = redis.call('HMGET', key, 'runner', 'created', 'seq')
-if old[1] then
-  -- the same create retried after a lost reply: answer it again
-  if old[1] == runner and old[2] == ARGV[6] then return tonumber(old[3]) end
-  return -2
+local out, i = {}, 2
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  out[#out + 1] = create({unpack(ARGV, i + 1, i + n)})
+  i = i + n + 1
 end
-local live = P .. ':live:' .. owner
-local running = not TERMINAL[status]
-if running and redis.call('SCARD', live) >= max_live then
-  -- heal the set: drop members that are gone or terminal
-  for _, other in ipairs(redis.call('SMEMBERS', live)) do
-    local st = redis.call('HGET', tkey(other), 'status')
-    if (not st) or TERMINAL[st] then redis.call('SREM', live, other) end
-  end
-  if redis.call('SCARD', live) >= max_live then return -1 end
-end
-local seq = redis.call('INCR', P .. ':seq')
-redis.call('HSET', key, 'seq', seq, 'owner', owner, 'runner', runner, 'status', status,
-  'created', ARGV[6], unpack(ARGV, 11))
-local index = P .. ':o:' .. owner
-local left = redis.call('PTTL', index)
-redis.call('ZADD', index, seq, id)
-if at then
-  redis.call('PEXPIREAT', key, at)
-  if left == -2 or (left >= 0 and now + left < at) then redis.call('PEXPIREAT', index, at) end
-else
-  redis.call('PERSIST', index)
-end
-if running then
-  redis.call('SADD', live, id)
-  redis.call('SADD', P .. ':runs:' .. runner, id)
-  redis.call('SADD', P .. ':instances', runner)
-  redis.call('SET', P .. ':lease:' .. runner, '1', 'PX', ARGV[10], 'NX')
-end
-return seq
+return out
 """
 )
 
+_UPDATE_ONE: Final = """
+local function update(id, status, updated, has_msg, msg, has_outcome, outcome, now)
+  local key = tkey(id)
+  local cur = redis.call('HMGET', key, 'status', 'owner', 'runner', 'expires', 'updated')
+  if (not cur[1]) or gone(cur[4], tonumber(now)) then return 0 end
+  if TERMINAL[cur[1]] then
+    if cur[1] == status and cur[5] == updated then return 1 end
+    return 0
+  end
+  redis.call('HSET', key, 'status', status, 'updated', updated)
+  if has_msg == '1' then
+    redis.call('HSET', key, 'msg', msg)
+  else
+    redis.call('HDEL', key, 'msg')
+  end
+  if has_outcome == '1' then
+    redis.call('HSET', key, 'outcome', outcome)
+  else
+    redis.call('HDEL', key, 'outcome')
+  end
+  if TERMINAL[status] then finish(id, cur[2], cur[3]) end
+  redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+  return 1
+end
+"""
+
 #: ARGV: P, id, status, updated, has_msg, msg, has_outcome, outcome, now_ms.
 #: Returns 1 if applied (or this very write was already applied), else 0.
-UPDATE: Final = (
+UPDATE: Final = _PRELUDE + _UPDATE_ONE + "\nreturn update(unpack(ARGV, 2, 9))\n"
+
+#: ARGV: P, then UPDATE's 8 arguments after P for each record. Returns each
+#: record's answer (as UPDATE's), in order: many status writes, one round trip.
+UPDATE_MANY: Final = (
     _PRELUDE
+    + _UPDATE_ONE
     + """
-local id, status, updated = ARGV[2], ARGV[3], ARGV[4]
-local key = tkey(id)
-local cur = redis.call('HMGET', key, 'status', 'owner', 'runner', 'expires', 'updated')
-if (not cur[1]) or gone(cur[4], tonumber(ARGV[9])) then return 0 end
-if TERMINAL[cur[1]] then
-  if cur[1] == status and cur[5] == updated then return 1 end
-  return 0
+local out = {}
+for i = 2, #ARGV, 8 do
+  out[#out + 1] = update(unpack(ARGV, i, i + 7))
 end
-redis.call('HSET', key, 'status', status, 'updated', updated)
-if ARGV[5] == '1' then
-  redis.call('HSET', key, 'msg', ARGV[6])
-else
-  redis.call('HDEL', key, 'msg')
-end
-if ARGV[7] == '1' then
-  redis.call('HSET', key, 'outcome', ARGV[8])
-else
-  redis.call('HDEL', key, 'outcome')
-end
-if TERMINAL[status] then finish(id, cur[2], cur[3]) end
-redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
-return 1
+return out
 """
 )
 

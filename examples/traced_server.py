@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -102,6 +104,21 @@ async def serve_http(app: trio_mcp.App, host: str, port: int) -> None:
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
+async def until_signalled(serve: Callable[[], Awaitable[None]]) -> None:
+    """Run ``serve()`` until it returns or SIGTERM / SIGINT arrives (then flush and exit)."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def serve_then_stop() -> None:
+                await serve()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(serve_then_stop)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", metavar="HOST:PORT",
@@ -113,14 +130,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_poll_spans:
         trio_mcp.configure_tracing(enabled=True, trace_task_polling=False)
     app = task_server.build_app()
+    if args.http:
+        host, _, port = args.http.rpartition(":")
+        serve = partial(serve_http, app, host or "127.0.0.1", int(port))
+    else:
+        serve = partial(trio_mcp.serve_stdio, app)
     try:
-        if args.http:
-            host, _, port = args.http.rpartition(":")
-            trio.run(serve_http, app, host or "127.0.0.1", int(port))
-        else:
-            trio.run(partial(trio_mcp.serve_stdio, app))
-    except KeyboardInterrupt:
-        pass
+        trio.run(until_signalled, serve)
     finally:
         tracer_provider.shutdown()
         meter_provider.shutdown()  # the last collection: the histograms, on stderr

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 import trio_mcp
+from trio_mcp.peer._session import message_observers
 
 from .helpers import EXAMPLES, client_app
 
@@ -107,3 +108,47 @@ async def test_telemetry_example_says_when_otlp_cannot_be_used(tmp_path: Path) -
         assert "opentelemetry-exporter-otlp-proto-http is not installed" in text
     else:  # pragma: no cover (not in the dev extra)
         assert "exporting to OTLP/HTTP and the console" in text
+
+
+async def test_telemetry_example_over_http_without_poll_spans_flushes_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """``--http`` with ``--no-poll-spans``: the server's spans of a task followed by
+    ``tasks/get`` polling have no ``tasks/get`` among them; SIGTERM flushes the metrics."""
+    import signal
+
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as stderr:
+        proc = await trio.lowlevel.open_process(
+            [*SERVER, "--http", "127.0.0.1:0", "--no-poll-spans"], stderr=stderr)
+        try:
+            url = None
+            for _ in range(600):
+                text = log.read_text(encoding="utf-8")
+                if "serving on " in text:
+                    url = text.split("serving on ", 1)[1].split()[0]
+                    break
+                await trio.sleep(0.05)
+            assert url is not None, log.read_text(encoding="utf-8")
+            sent: list[str] = []
+            message_observers.append(lambda d, msg, m: sent.append(msg.get("method", "")))
+            try:
+                async with trio_mcp.open_http_client(url) as peer:
+                    handle = await peer.call_tool_task("sleep", {"seconds": 0.2})
+                    await handle.wait()
+                    await handle.status()
+            finally:
+                message_observers.pop()
+            assert "tasks/get" in sent  # polled, but not traced
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(30):
+                assert await proc.wait() == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    spans, batches, _ = _printed(log)
+    names = {s["name"] for s in spans}
+    assert {"tools/call sleep", "task tools/call sleep"} <= names
+    assert "tasks/get" not in names
+    assert batches

@@ -131,14 +131,18 @@ async def test_telemetry_example_over_http_without_poll_spans_flushes_on_sigterm
                 await trio.sleep(0.05)
             assert url is not None, log.read_text(encoding="utf-8")
             sent: list[str] = []
-            message_observers.append(lambda d, msg, m: sent.append(msg.get("method", "")))
+
+            def observe(direction: str, msg: dict[str, Any], method: str | None) -> None:
+                sent.append(msg.get("method", ""))
+
+            message_observers.append(observe)
             try:
                 async with trio_mcp.open_http_client(url) as peer:
                     handle = await peer.call_tool_task("sleep", {"seconds": 0.2})
                     await handle.wait()
                     await handle.status()
             finally:
-                message_observers.pop()
+                message_observers.remove(observe)
             assert "tasks/get" in sent  # polled, but not traced
             proc.send_signal(signal.SIGTERM)
             with trio.fail_after(30):

@@ -97,7 +97,7 @@ def main() -> None:
             entries[page].append(directive(name, getattr(module, name), module_name))
     index = ["# API reference\n", "Every public name of `trio_mcp` (its `__all__`), from the "
              "docstrings. Import them from `trio_mcp`; the modules they are defined in are "
-             "private.\n", "```{toctree}\n:maxdepth: 1\n"]
+             "private.\n", "```{toctree}\n:maxdepth: 1\n", "overview"]
     for page, (title, intro) in PAGES.items():
         target = OUT / f"{page}.md"
         if not entries[page]:

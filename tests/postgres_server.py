@@ -9,11 +9,12 @@ As pytest fixtures, like ``redis_url`` / ``redis_server`` (tests/redis_server.py
 
 * ``postgres_url``: the URL of a fresh, empty database (``CREATE DATABASE`` per test) on
   one server shared by the test session (started on first use);
-* ``postgres_server``: a :class:`PostgresServer` of the test's own, to stop and restart
-  (an outage); its :attr:`PostgresServer.url` names its ``postgres`` database.
+* ``postgres_server``: that :class:`PostgresServer`, to stop and restart (an outage; it
+  is running again after the test), its :attr:`PostgresServer.url` naming a fresh
+  database of the test.
 
-``initdb`` runs once per session into a template data directory; each server starts on
-a copy of it (``cp -a``: a fraction of a second). The binaries are Debian's
+``initdb`` runs once per session into a template data directory; a server starts on a
+copy of it (``cp -a``). The binaries are Debian's
 (``/usr/lib/postgresql/<highest version>/bin``), else ``initdb``/``postgres`` on ``PATH``.
 Without them the fixtures skip, except under CI (``CI`` set in the environment), where
 they fail: CI installs the ``postgresql`` package. Without psycopg (the optional
@@ -98,7 +99,7 @@ def make_template(folder: Path) -> Path:
     data = folder / "template"
     proc = subprocess.run(
         [str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-         "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions"],
+         "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions", "--wal-segsize=1"],
         capture_output=True, text=True, timeout=120, **_run_as(),
     )  # fmt: skip
     if proc.returncode != 0:
@@ -125,6 +126,8 @@ class PostgresServer:
         ]  # fmt: skip
         self.process: subprocess.Popen[bytes] | None = None
         self._databases = itertools.count(1)
+        #: The database :attr:`url` names.
+        self.database = "postgres"
 
     def url_of(self, database: str) -> str:
         """The store URL of ``database`` on this server (over its unix socket)."""
@@ -132,8 +135,8 @@ class PostgresServer:
 
     @property
     def url(self) -> str:
-        """The store URL of this server's ``postgres`` database."""
-        return self.url_of("postgres")
+        """The store URL of :attr:`database` on this server."""
+        return self.url_of(self.database)
 
     def start(self) -> None:
         """Start the server (again) and wait until it accepts connections."""
@@ -154,7 +157,7 @@ class PostgresServer:
         import psycopg
 
         try:
-            psycopg.connect(self.url, connect_timeout=2).close()
+            psycopg.connect(self.url_of("postgres"), connect_timeout=2).close()
         except psycopg.OperationalError:
             return False
         return True
@@ -261,7 +264,15 @@ def postgres_url(postgres_shared: PostgresServer) -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_server(postgres_template: Path) -> Iterator[PostgresServer]:
-    """A private running PostgreSQL server of the test's own (stop and start it: an outage)."""
-    with PostgresServer(postgres_template) as server:
+def postgres_server(postgres_shared: PostgresServer) -> Iterator[PostgresServer]:
+    """The session's running server (stop and start it: an outage), its ``url`` naming a
+    fresh database of this test; running again after the test."""
+    server = postgres_shared
+    server.database = server.create_database()
+    try:
         yield server
+    finally:
+        if server.process is None:
+            server.start()
+        name, server.database = server.database, "postgres"
+        server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -261,6 +261,23 @@ async def test_telemetry_incoming_trace_context_is_the_parent(otel: Otel) -> Non
     assert second.context.trace_id != int(trace_id, 16) and second.parent is None
 
 
+async def test_telemetry_ambient_span_is_a_link_or_the_parent(otel: Otel) -> None:
+    """The conventions: the server span's parent is the context from ``_meta`` "and
+    SHOULD link current ambient context" (e.g. a transport's span); without trace
+    context in ``_meta``, the ambient span is the parent."""
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    with otel.tracer.start_as_current_span("transport") as ambient:
+        async with open_raw("memory") as raw:  # the server's tasks start in this context
+            await raw.initialize()
+            await raw.request(1, "tools/call", {"name": "echo", "arguments": {"text": "a"},
+                                                "_meta": {"traceparent": f"00-{trace_id}-{span_id}-01"}})
+            await raw.request(2, "tools/call", {"name": "echo", "arguments": {"text": "b"}})
+    linked, child = otel.named("tools/call echo", SpanKind.SERVER)
+    assert linked.parent.span_id == int(span_id, 16)
+    assert [link.context.span_id for link in linked.links] == [ambient.get_span_context().span_id]
+    assert child.parent.span_id == ambient.get_span_context().span_id and not child.links
+
+
 def test_telemetry_automatic_mode_follows_the_global_provider() -> None:
     """Without ``configure_tracing``: off while no provider is set (and opentelemetry is
     not even imported by trio-mcp), on for the connections made once

@@ -156,8 +156,12 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(postgres_
     # a newer trio-mcp migrated the tables: this one refuses them, and changes nothing
     _sql(postgres_url, "UPDATE trio_mcp.meta SET value = '2' WHERE key = 'schema_version'")
     newer = _store(postgres_url)
-    with pytest.raises(SchemaVersionError, match=r"version '2'; this trio-mcp knows version 1"):
+    with pytest.raises(SchemaVersionError) as info:
         await newer.open()
+    assert str(info.value) == (
+        "the task store's tables in schema 'trio_mcp' have version '2'; this trio-mcp knows"
+        " version 1 (a newer trio-mcp made them: upgrade it, or use another schema=)"
+    )
     assert _sql(postgres_url, "SELECT count(*) FROM trio_mcp.tasks") == [(1,)]
     assert _sql(postgres_url, "SELECT value FROM trio_mcp.meta WHERE key = 'schema_version'") == [
         ("2",)
@@ -167,6 +171,10 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(postgres_
     with pytest.raises(SchemaVersionError):
         async with reg.running():
             raise AssertionError("started on a newer schema")
+    # a version row that is not ours at all is refused too
+    _sql(postgres_url, "UPDATE trio_mcp.meta SET value = 'x' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match=r"version 'x'; .* \(not ours, or use"):
+        await _store(postgres_url).open()
     # another schema of the same database is independent
     async with opened(postgres_url, run=False, schema="other") as (store, _):
         assert await store.get("t-1") is None

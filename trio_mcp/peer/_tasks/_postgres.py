@@ -143,10 +143,12 @@ def _set_up(conn: psycopg.Connection[Any], schema: str, q: dict[str, str]) -> st
             row = conn.execute(q["version"]).fetchone()
             version = None if row is None else row[0]
             if version != str(pg.SCHEMA_VERSION):
+                newer = str(version).isdigit() and int(str(version)) > pg.SCHEMA_VERSION
                 raise SchemaVersionError(
                     f"the task store's tables in schema {schema!r} have version"
-                    f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION}"
-                    " (a newer trio-mcp made them: upgrade, or use another schema=)"
+                    f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION} ("
+                    + ("a newer trio-mcp made them: upgrade it" if newer else "not ours")
+                    + ", or use another schema=)"
                 )
         conn.execute(q["secret"], (secrets.token_hex(16),))
         secret = conn.execute(q["get_secret"]).fetchone()

@@ -498,6 +498,69 @@ async def test_postgres_shares_the_cursor_secret_and_schemas_isolate(postgres_ur
             await store.aclose()
 
 
+async def test_postgres_lost_notifications_cost_a_delay_never_a_hang(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two registries on one database (two processes), and no NOTIFY ever arrives: a
+    ``tasks/result`` on B for a task on A, a cancel from B reaching the work on A, and
+    an ``input_required`` answered through B still happen, by the re-reads alone."""
+    from trio_mcp.peer._tasks import _postgres
+
+    from .test_store_contract import OWNER, Requestor, start
+
+    async def deaf(*args: Any) -> None:  # every hint is lost
+        args[-1].started()
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(_postgres, "listen", deaf)
+    url = f"{postgres_url}&lease=1&hint=0.2"
+    a, b = TaskRegistry(store=url), TaskRegistry(store=url)
+    async with a.running(), b.running():
+        release, stopped = trio.Event(), trio.Event()
+
+        async def held(actor: Any) -> dict[str, Any]:
+            await release.wait()
+            return {"content": [{"type": "text", "text": "done on A"}]}
+
+        async def forever(actor: Any) -> dict[str, Any]:
+            try:
+                await trio.sleep_forever()
+            finally:
+                stopped.set()
+            raise AssertionError
+
+        async def asks(actor: Any) -> dict[str, Any]:
+            raw, _ = await actor.ask("elicitation/create", {"message": "ok?"})
+            return {"content": [{"type": "text", "text": raw["action"]}]}
+
+        waited = await start(a, held)
+        async with trio.open_nursery() as nursery:
+            got: list[dict[str, Any]] = []
+
+            async def collect() -> None:
+                got.append(await b.result(OWNER, waited.task_id, Requestor()))
+
+            nursery.start_soon(collect)
+            await trio.sleep(0.3)
+            release.set()
+            with trio.fail_after(10):
+                while not got:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+        assert got[0]["content"][0]["text"] == "done on A"
+
+        running = await start(a, forever)
+        assert (await b.cancel(OWNER, running.task_id)).status is TaskStatus.CANCELLED
+        with trio.fail_after(10):
+            await stopped.wait()  # the heartbeat (a third of the lease) found the cancel
+
+        asking = await start(a, asks)
+        requestor = Requestor()
+        with trio.fail_after(10):
+            answered = await b.result(OWNER, asking.task_id, requestor)
+        assert answered["content"][0]["text"] == "accept"
+        assert [m for m, _ in requestor.asked] == ["elicitation/create"]
+
+
 # --- outages -----------------------------------------------------------------------------
 
 

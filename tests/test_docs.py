@@ -247,3 +247,11 @@ def test_docs_reference_has_every_public_name() -> None:
     assert not missing, f"not in docs/reference (run python docs/make_reference.py): {missing}"
     extra = sorted(documented - public)
     assert not extra, f"documented but not public: {extra}"
+
+
+def test_docs_readme_links_into_the_site_exist() -> None:
+    """The README's links into docs/ name pages that are there."""
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\((docs/[^)#]+)", readme)
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, missing

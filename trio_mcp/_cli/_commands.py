@@ -160,6 +160,8 @@ async def _call(
                 try:
                     result = await handle.result()
                 except RemoteError as exc:
+                    if connection_lost(exc) is not None:
+                        raise  # not the task's outcome: run_call says the connection was lost
                     # A cancelled task, or a request that failed with a JSON-RPC error.
                     print(f"{PROG}: task {final.status.value}: {exc.message}", file=sys.stderr)
                     return EXIT_TOOL_ERROR, None

@@ -564,3 +564,39 @@ async def test_auth_required_scopes_and_key_alg_mismatch(auth_server: AuthServer
         raw.headers["Authorization"] = f"Bearer {mismatched}"
         assert (await raw.post(INITIALIZE)).status_code == 401
         nursery.cancel_scope.cancel()
+
+
+async def test_auth_metadata_behind_a_proxy_and_client_resource_check(
+    auth_server: AuthServer,
+) -> None:
+    """With a configured canonical URI (a TLS proxy in front), the challenge names its
+    metadata URL as RFC 9728 3.1 builds it ("inserting /.well-known/oauth-protected-resource
+    between the host component and the path") and that path is served too; our
+    ``ClientCredentials`` refuses metadata whose ``resource`` is not the server it talks to."""
+    public = "https://mcp.example.com/api/mcp"
+    verifier = JWTVerifier(auth_server.issuer + "/jwks.json", auth_server.issuer, public)
+    http_app = trio_mcp.StreamableHttpApp(secured_app(), policy=trio_mcp.HttpPolicy(
+        verifier=verifier))
+    async with trio.open_nursery() as nursery, http_client() as http:
+        address = await nursery.start(trio_mcp.serve_http, http_app)
+        response = await Raw(http, address.url).post(INITIALIZE)
+        assert response.status_code == 401
+        assert ('resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource'
+                '/api/mcp"') in response.headers["www-authenticate"]
+        origin = address.url.removesuffix("/mcp")
+        for path in ("/api/mcp", "/mcp", ""):
+            document = (await http.get(f"{origin}/.well-known/oauth-protected-resource{path}"))
+            assert document.json()["resource"] == public, path
+        nursery.cancel_scope.cancel()
+    # Our client follows a challenge to a metadata document naming another resource: it stops.
+    other = trio_mcp.StreamableHttpApp(secured_app(), policy=trio_mcp.HttpPolicy(
+        tokens={"t": "x"}, resource_metadata={"resource": "https://other.example/mcp",
+                                             "authorization_servers": [auth_server.issuer]}))
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(trio_mcp.serve_http, other)
+        with pytest.raises(trio_mcp.auth.OAuthError, match="is not this server"):
+            async with trio_mcp.open_http_client(
+                address.url, auth=ClientCredentials("agent", "agent-secret")):
+                pass
+        assert auth_server.token_requests == []
+        nursery.cancel_scope.cancel()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -34,10 +35,43 @@ WELL_KNOWN: Final = "/.well-known/oauth-protected-resource"
 _JSON: Final = [(b"content-type", b"application/json")]
 
 
-def metadata_paths(path: str | None) -> tuple[str, ...]:
-    """Where the metadata is served: path-suffixed first (RFC 9728 3.1), then the root."""
-    suffix = (path or "").rstrip("/")
-    return (WELL_KNOWN + suffix, WELL_KNOWN) if suffix else (WELL_KNOWN,)
+def metadata_paths(path: str | None, resource: str | None = None) -> tuple[str, ...]:
+    """Where the metadata is served: path-suffixed first (RFC 9728 3.1), then the root.
+
+    With a configured ``resource`` whose path differs from the endpoint's (a
+    proxy in front), its path-suffixed form is served too.
+    """
+    found = [WELL_KNOWN + suffix] if (suffix := (path or "").rstrip("/")) else []
+    if resource is not None:
+        extra = WELL_KNOWN + urllib.parse.urlsplit(resource).path.rstrip("/")
+        if extra not in found and extra != WELL_KNOWN:
+            found.append(extra)
+    return (*found, WELL_KNOWN)
+
+
+def configured_resource(policy: HttpPolicy) -> str | None:
+    """The canonical URI configured (``resource``, else the verifier's ``audience``), if any."""
+    if policy.resource is not None:
+        return policy.resource
+    audience = getattr(policy.verifier, "audience", None)
+    if isinstance(audience, str):
+        return audience
+    if isinstance(audience, list | tuple) and audience and isinstance(audience[0], str):
+        return audience[0]
+    return None
+
+
+def metadata_url(policy: HttpPolicy, scope: Scope, path: str | None) -> str:
+    """The metadata's URL named in challenges: from the configured canonical URI when there
+    is one (RFC 9728 3.1: the well-known path inserted before its path; right behind a
+    TLS-terminating proxy too), else from the request's scheme and ``Host``."""
+    resource = configured_resource(policy)
+    if resource is not None:
+        parts = urllib.parse.urlsplit(resource)
+        if parts.scheme in ("http", "https") and parts.netloc:
+            suffix = parts.path.rstrip("/")
+            return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{suffix}"
+    return _origin(scope) + metadata_paths(path)[0]
 
 
 def _origin(scope: Scope) -> str:
@@ -47,14 +81,7 @@ def _origin(scope: Scope) -> str:
 
 def resource_uri(policy: HttpPolicy, scope: Scope, path: str | None) -> str:
     """This server's canonical URI: the configured one, the verifier's audience, or the URL."""
-    if policy.resource is not None:
-        return policy.resource
-    audience = getattr(policy.verifier, "audience", None)
-    if isinstance(audience, str):
-        return audience
-    if isinstance(audience, list | tuple) and audience and isinstance(audience[0], str):
-        return audience[0]
-    return _origin(scope) + (path or "")
+    return configured_resource(policy) or _origin(scope) + (path or "")
 
 
 def authorization_servers(policy: HttpPolicy) -> list[str]:
@@ -106,8 +133,7 @@ def challenge(
     if named:
         parts.append(f"scope={_quoted(named)}")
     if serves_metadata(policy):
-        url = _origin(scope) + metadata_paths(path)[0]
-        parts.append(f"resource_metadata={_quoted(url)}")
+        parts.append(f"resource_metadata={_quoted(metadata_url(policy, scope, path))}")
     return ", ".join(parts).encode("latin-1")
 
 

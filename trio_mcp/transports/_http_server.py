@@ -57,7 +57,9 @@ from ..peer._features._scopes import IDENTITY_INFO, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
 from ._http_auth import (
     IDENTITY_KEY,
+    WELL_KNOWN,
     authenticate,
+    configured_resource,
     insufficient_scope,
     metadata_paths,
     serve_metadata,
@@ -284,9 +286,9 @@ class StreamableHttpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["method"] == "GET" and path in metadata_paths(self.path) and serves_metadata(
+        if scope["method"] == "GET" and path.startswith(WELL_KNOWN) and serves_metadata(
             self.policy
-        ):
+        ) and path in metadata_paths(self.path, configured_resource(self.policy)):
             await serve_metadata(self.policy, scope, send, self.path)
             return
         if self.path is not None and path != self.path:

@@ -600,3 +600,28 @@ async def test_auth_metadata_behind_a_proxy_and_client_resource_check(
                 pass
         assert auth_server.token_requests == []
         nursery.cancel_scope.cancel()
+
+
+async def test_auth_websocket_identity_owns_tasks_across_reconnect(
+    auth_server: AuthServer,
+) -> None:
+    """Over WebSocket the verified subject owns the tasks: a new connection with another
+    token of the same subject finds the task; another subject gets -32602."""
+    audience = "ws://mcp.example/"
+    verifier = JWTVerifier(auth_server.issuer + "/jwks.json", auth_server.issuer, audience)
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(trio_mcp.serve_websocket, secured_app(),
+                                              verifier=verifier))
+        first = auth_server.mint({"aud": audience, "sub": "alice", "jti": "1"})
+        async with trio_mcp.open_websocket_client(address.url, token=first) as client:
+            task_id = (await client.call_tool_task("park")).task_id
+        again = auth_server.mint({"aud": audience, "sub": "alice", "jti": "2"})
+        async with trio_mcp.open_websocket_client(address.url, token=again) as client:
+            assert (await client.get_task(task_id)).status == "working"
+            assert (await client.cancel_task(task_id)).status == "cancelled"
+        bob = auth_server.mint({"aud": audience, "sub": "bob"})
+        async with trio_mcp.open_websocket_client(address.url, token=bob) as client:
+            with pytest.raises(trio_mcp.RemoteError) as refused:
+                await client.get_task(task_id)
+            assert refused.value.code == trio_mcp.INVALID_PARAMS
+        nursery.cancel_scope.cancel()

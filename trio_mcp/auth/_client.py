@@ -149,6 +149,9 @@ class ClientCredentials(httpx.Auth):
 
         Raises:
             OAuthError: Discovery or the token request failed.
+
+        Cancellation: the request (or the discovery step under way) is
+            abandoned; a token already received is kept for the next request.
         """
         if self._token is not None and self._refresh_at is not None and (
             trio.current_time() >= self._refresh_at

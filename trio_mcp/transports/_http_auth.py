@@ -112,7 +112,10 @@ def metadata_document(policy: HttpPolicy, scope: Scope, path: str | None) -> Map
 
 
 async def serve_metadata(policy: HttpPolicy, scope: Scope, send: Send, path: str | None) -> None:
-    """Answer the metadata document (JSON, 200)."""
+    """Answer the metadata document (JSON, 200).
+
+    Cancellation: the answer is abandoned.
+    """
     body = json.dumps(metadata_document(policy, scope, path)).encode()
     await respond(send, 200, body, [*_JSON, (b"cache-control", b"max-age=300")])
 
@@ -195,7 +198,10 @@ async def insufficient_scope(
     policy: HttpPolicy, scope: Scope, send: Send, path: str | None, required: frozenset[str],
     request_id: str | int | None = None,
 ) -> None:
-    """Answer 403 with ``error="insufficient_scope"`` and the scopes ``required``."""
+    """Answer 403 with ``error="insufficient_scope"`` and the scopes ``required``.
+
+    Cancellation: the answer is abandoned.
+    """
     identity = scope.get(IDENTITY_KEY)
     audit.warning("http refused remote=%s identity=%s reason=insufficient scope (needs %s)",
                   scope.get("client"), getattr(identity, "owner", None), " ".join(sorted(required)))

@@ -625,3 +625,26 @@ async def test_auth_websocket_identity_owns_tasks_across_reconnect(
                 await client.get_task(task_id)
             assert refused.value.code == trio_mcp.INVALID_PARAMS
         nursery.cancel_scope.cancel()
+
+
+async def test_auth_custom_verifier_and_a_nameless_identity() -> None:
+    """Any object with ``async verify`` is a verifier; an identity with neither subject nor
+    client id cannot own anything: a server failure (500), not an anonymous caller."""
+
+    class Verifier:
+        async def verify(self, token: str) -> Identity | None:
+            await trio.lowlevel.checkpoint()
+            return {"good": Identity("gina", scopes="admin"), "nameless": Identity(None)}.get(
+                token)
+
+    http_app = trio_mcp.StreamableHttpApp(secured_app(), policy=trio_mcp.HttpPolicy(
+        verifier=Verifier()))
+    async with trio.open_nursery() as nursery, http_client() as http:
+        address = await nursery.start(trio_mcp.serve_http, http_app)
+        raw = Raw(http, address.url)
+        for token, status in (("good", 200), ("nameless", 500), ("other", 401)):
+            raw.headers["Authorization"] = f"Bearer {token}"
+            assert (await raw.post(INITIALIZE)).status_code == status, token
+        async with trio_mcp.open_http_client(address.url, token="good") as client:
+            assert (await client.call_tool("admin_echo", {"text": "g"})).text == "g"
+        nursery.cancel_scope.cancel()

@@ -174,6 +174,7 @@ async def authenticate(
         try:
             identity = await verifier.verify(token)
             reason = "refused token"
+            _ = identity and identity.owner  # ValueError: neither subject nor client id
         except InvalidToken as exc:
             reason = f"invalid token: {exc}"
         except Exception:

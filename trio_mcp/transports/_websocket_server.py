@@ -180,6 +180,7 @@ class _WebSocketServer:
             try:
                 identity = None if token is None else await self.policy.verifier.verify(token)
                 reason = "refused token"
+                _ = identity and identity.owner  # ValueError: neither subject nor client id
             except InvalidToken as exc:
                 reason = f"invalid token: {exc}"
             except Exception:

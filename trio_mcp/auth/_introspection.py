@@ -73,6 +73,12 @@ class IntrospectionVerifier:
     )
     requests: int = attrs.field(default=0, init=False)
 
+    def __attrs_post_init__(self) -> None:
+        if self.audience is None:
+            log.warning("IntrospectionVerifier(%s) has no audience: the MCP authorization spec "
+                        "requires checking that tokens were issued for this server; set "
+                        "audience= unless the authorization server does", self.introspection_url)
+
     async def verify(self, token: str) -> Identity:
         """The identity of an active token.
 

@@ -2,7 +2,8 @@
 
 Each function serves one HTTP request for a :class:`StreamableHttpApp` (seen
 through the :class:`HttpEndpoint` protocol, so this module does not import it), after
-its Host, Origin and token checks passed. See :mod:`._http_server`.
+its Host, Origin and token checks passed. See :mod:`._http_server`; a
+2026-07-28 POST goes on to :mod:`._http_modern`.
 
 Cancellation (of any of them, e.g. when the server stops): the HTTP response
 is abandoned; the session, its peer and the work in progress go on (only the
@@ -11,36 +12,26 @@ session's end stops them), and every event stays stored for a resume.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, Protocol
+from typing import Final
 
 import trio
 
-from .._errors import (
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-)
-from ..peer import App, Message, Undecodable, decode_message
-from ..peer._features._era import is_modern_shaped, unsupported_version
+from ..peer import Undecodable, decode_message
+from ..peer._features._era import is_modern_shaped
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
-    MODERN_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
     Request,
     Response,
 )
+from ._http_endpoint import JSON_HEADERS, HttpEndpoint, wait_ended, write_sse
+from ._http_modern import modern_post
 from ._http_policy import (
-    HeaderMismatch,
     Receive,
     Scope,
     Send,
-    check_modern_headers,
     fail,
     header,
     header_values,
@@ -48,7 +39,7 @@ from ._http_policy import (
     until_disconnect,
     wants,
 )
-from ._http_session import HttpSession, SseStream
+from ._http_session import HttpSession
 from ._sse import encode_event, encode_retry
 
 log = logging.getLogger("trio_mcp.transports")
@@ -59,54 +50,10 @@ IMMEDIATE_METHODS: Final = frozenset(
     {"initialize", "ping", "tasks/get", "tasks/list", "tasks/cancel"}
 )
 SESSION_HEADER: Final = "mcp-session-id"
-#: The HTTP status of a modern (2026-07-28) error answer, by JSON-RPC code; else 200.
-MODERN_ERROR_STATUS: Final = {
-    INVALID_PARAMS: 400,
-    MISSING_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-    HEADER_MISMATCH: 400,
-    METHOD_NOT_FOUND: 404,
-}
-_JSON: Final = [(b"content-type", b"application/json")]
-_SSE: Final = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
-
-
-class HttpEndpoint(Protocol):
-    """What these handlers need of the app they serve (:class:`StreamableHttpApp`)."""
-
-    app: App
-    sessions: dict[str, HttpSession]
-    stateless: bool
-    json_response: bool
-    retry_ms: int
-    sse_close_after: float | None
-    max_body: int
-    max_sessions: int
-    refuse_unscoped: Callable[[Scope, Send, Request], Awaitable[bool]]  # 403: see _http_auth
-
-    async def start_session(
-        self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
-        protocol_version: str | None = None, era: str | None = None,
-    ) -> HttpSession:
-        """Create and start a session (not yet in ``sessions`` when stateless)."""
-        ...
-
-    async def end_session(self, session: HttpSession) -> None:
-        """End ``session`` and forget it."""
-        ...
 
 
 def _valid_session_id(value: str) -> bool:
     return 0 < len(value) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in value)
-
-
-async def _wait_ended(stream: SseStream) -> None:
-    while not stream.ended:
-        await stream.changed.wait()
 
 
 def find_session(http: HttpEndpoint, scope: Scope, identity: str | None) -> HttpSession | int:
@@ -242,7 +189,7 @@ async def initialize(
     stream = session.open_stream(item.id, json=True)
     await session.receive(item)
     with trio.CancelScope(shield=True):
-        await _wait_ended(stream)
+        await wait_ended(stream)
     ok = stream.answer is not None and isinstance(decode_message(stream.answer), Response)
     assert session.session_id is not None
     if not ok:
@@ -250,7 +197,7 @@ async def initialize(
     audit.info("http session %s remote=%s identity=%s",
                session.session_id if ok else "refused", scope.get("client"), identity)
     extra = [(b"mcp-session-id", session.session_id.encode("ascii"))] if ok else []
-    await respond(send, 200, stream.answer or b"", [*_JSON, *extra])
+    await respond(send, 200, stream.answer or b"", [*JSON_HEADERS, *extra])
 
 
 async def answer(
@@ -264,13 +211,16 @@ async def answer(
     ]
     if as_json:
         await session.receive(item)
-        ended = await until_disconnect(receive, partial(_wait_ended, stream))
-        if not ended:
+        # Answered already (an immediate handler, routed from its own task):
+        # no disconnect watcher, no wait.
+        if not stream.ended and not await until_disconnect(
+            receive, partial(wait_ended, stream)
+        ):
             return
         if stream.answer is None:
             await respond(send, 204, b"", extra)  # cancelled: never answered
         else:
-            await respond(send, 200, stream.answer, [*_JSON, *extra])
+            await respond(send, 200, stream.answer, [*JSON_HEADERS, *extra])
         return
     primer = await session.prime(stream)
     await session.receive(item)
@@ -280,159 +230,6 @@ async def answer(
 
 async def _refuse_version(send: Send, version: str | None) -> None:
     await fail(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-
-
-def _input_schema(app: App, name: str) -> dict[str, Any] | None:
-    spec = app.tools.get(name)
-    return None if spec is None else spec.tool.input_schema
-
-
-def _decoded(data: bytes) -> dict[str, Any]:
-    try:
-        msg = json.loads(data)
-    except ValueError:
-        return {}
-    return msg if isinstance(msg, dict) else {}
-
-
-def modern_status(answer: bytes) -> int:
-    """The HTTP status of a modern request's JSON answer (2026-07-28 error codes)."""
-    error = _decoded(answer).get("error")
-    code = error.get("code") if isinstance(error, dict) else None
-    return MODERN_ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
-
-
-async def modern_post(
-    http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
-    item: Message,
-) -> None:
-    """Serve one MCP 2026-07-28 POST on a session and peer of its own, ended with it.
-
-    The headers are checked against the body first (400 with -32020, or
-    -32022 for a version neither era has); ``Mcp-Session-Id`` and
-    ``Last-Event-ID`` are ignored, and no session id is minted.
-
-    Cancellation: the request's handler is cancelled (the session ends).
-    """
-    if not isinstance(item, Request):
-        # This revision defines no client notification over HTTP; a
-        # response has no request to go to. Accepted and dropped.
-        await respond(send, 202)
-        return
-    params = item.params if isinstance(item.params, dict) else {}
-    try:
-        check_modern_headers(scope, item.method, params, partial(_input_schema, http.app))
-    except HeaderMismatch as exc:
-        log.info("http modern request %r refused: %s", item.id, exc)
-        await fail(send, 400, str(exc), code=HEADER_MISMATCH, request_id=item.id)
-        return
-    version = header(scope, "mcp-protocol-version") or ""
-    if version not in MODERN_PROTOCOL_VERSIONS:
-        error = unsupported_version(version)
-        await fail(send, 400, error.message, code=error.code, request_id=item.id,
-                   data=error.data)
-        return
-    if item.method == "initialize":
-        # Not in this revision: on HTTP an unknown method is 404 and -32601
-        # (the peer's -32022 is for a connection that chose its era). The
-        # versions are named for the sake of a legacy client's diagnostics.
-        await fail(send, 404, "Method not found: initialize (MCP 2026-07-28 has none; a "
-                   "2025-11-25 session starts with an initialize that carries no 2026-07-28 "
-                   "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
-                   data={"supported": list(ALL_PROTOCOL_VERSIONS)})
-        return
-    session = await http.start_session(identity, scope, era=MODERN_PROTOCOL_VERSION)
-    try:
-        await modern_answer(http, session, item, receive, send)
-    finally:
-        await http.end_session(session)
-
-
-async def modern_answer(
-    http: HttpEndpoint, session: HttpSession, item: Request, receive: Receive, send: Send
-) -> None:
-    """Answer a modern request: JSON with its status, or SSE once it sends a notification.
-
-    The answer is held until the handler's first message: the response
-    alone goes out as ``application/json`` with the status its error code
-    calls for; a notification first starts an SSE stream (200) that ends
-    with the response. ``subscriptions/listen`` goes the same way (a
-    refused one is a JSON error with its status; an accepted one starts with
-    its acknowledgement) and stays open (keep-alive comments) until the
-    client closes it.
-    """
-    listen = item.method == "subscriptions/listen"
-    if http.json_response and not listen:
-        json_stream = session.open_stream(item.id, json=True)
-        await session.receive(item)
-        if not await until_disconnect(receive, partial(_wait_ended, json_stream)):
-            return
-        if json_stream.answer is None:
-            await _unanswered(send, item)
-        else:
-            await respond(send, modern_status(json_stream.answer), json_stream.answer, _JSON)
-        return
-    stream = session.open_stream(item.id, json=False)
-    cursor = await session.prime(stream)  # where the answer starts; never written
-    await session.receive(item)
-    first: list[bytes] = []
-
-    async def wait_first() -> None:
-        while True:
-            changed = stream.changed
-            found = await session.store.replay_events_after(cursor)
-            if found is not None:
-                first.extend(data for _, data in found[1] if data)
-            if found is None or first or stream.ended:
-                return
-            await changed.wait()
-
-    if not await until_disconnect(receive, wait_first):
-        return
-    if not first:
-        await _unanswered(send, item)
-        return
-    if "method" not in (message := _decoded(first[0])) and "id" in message:
-        await respond(send, modern_status(first[0]), first[0], _JSON)
-        return
-    await write_sse(http, session, stream, receive, send, b"", cursor, [], ids=False)
-
-
-async def _unanswered(send: Send, item: Request) -> None:
-    await fail(send, 503, "Service unavailable: the request ended unanswered",
-               request_id=item.id)
-
-
-async def write_sse(
-    http: HttpEndpoint, session: HttpSession, stream: SseStream, receive: Receive, send: Send,
-    first: bytes, after: str | None, extra: list[tuple[bytes, bytes]], *, ids: bool = True,
-) -> None:
-    """Write one SSE connection of ``stream``, from ``first`` then the events after ``after``."""
-    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
-
-    async def body(data: bytes) -> None:
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-
-    async def write() -> None:
-        if first:
-            await body(first)
-        await session.write_stream(
-            stream, body, after,
-            close_after=None if session.stateless else http.sse_close_after, ids=ids,
-        )
-
-    previous, stream.attached = stream.attached, trio.CancelScope()
-    if previous is not None:
-        previous.cancel()  # the client resumed: the old connection is dead to it
-    attached = stream.attached
-    try:
-        with attached:
-            completed = await until_disconnect(receive, write)
-        if completed:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-    finally:
-        if stream.attached is attached:
-            stream.attached = None
 
 
 async def get(

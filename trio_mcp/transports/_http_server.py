@@ -77,6 +77,7 @@ from ._http_policy import (
     header_values,
     respond,
 )
+from ._http_reuse import KeptSessions
 from ._http_session import HttpSession
 from ._http_store import EventStore, MemoryEventStore
 
@@ -144,6 +145,8 @@ class StreamableHttpApp:
         init=False, repr=False,
         default=attrs.Factory(lambda self: self._refuse_unscoped, takes_self=True),
     )
+    #: Sessions of 2026-07-28 POSTs kept for the next POST of their identity.
+    kept: KeptSessions = attrs.field(factory=KeptSessions, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
 
     # --- background ---------------------------------------------------------------------

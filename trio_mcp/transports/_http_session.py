@@ -23,14 +23,23 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, Final, final
 
 import attrs
 import trio
 
 from .._errors import INVALID_REQUEST
-from ..peer import App, BusEnds, Message, MessageBus, Peer, Role, encode_for_wire, open_bus
+from ..peer import (
+    WAKE_WRITER,
+    App,
+    BusEnds,
+    Message,
+    MessageBus,
+    Peer,
+    Role,
+    encode_for_wire,
+    open_bus,
+)
 from ..peer._messages import (
     LATEST_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
@@ -41,8 +50,8 @@ from ..peer._messages import (
     RequestId,
     Response,
 )
-from ._http_store import EventStore
-from ._sse import encode_comment, encode_event, encode_retry
+from ._http_store import EventStore, MemoryEventStore
+from ._http_stream import SseStream
 
 log = logging.getLogger("trio_mcp.transports")
 
@@ -56,7 +65,6 @@ _NO_SERVER_REQUESTS: Final = (
     "stateless, so the client has no stream to receive them on"
 )
 
-SendBody = Callable[[bytes], Awaitable[None]]
 #: Notifications a modern client receives only on a ``subscriptions/listen`` stream.
 SUBSCRIPTION_METHODS: Final = frozenset({
     "notifications/tools/list_changed", "notifications/prompts/list_changed",
@@ -70,43 +78,6 @@ def _unsubscribed_change(msg: Notification) -> bool:
         return False
     meta = (msg.params or {}).get("_meta") if isinstance(msg.params, dict) else None
     return not (isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta)
-
-
-@final
-@attrs.define(eq=False)
-class SseStream:
-    """One logical SSE stream of a session: a POST's answer stream or the standalone one.
-
-    Attributes:
-        stream_id: Names the stream inside its event ids.
-        request_id: The request whose answer ends it (None: standalone).
-        json: The POST asked for a JSON answer: only the response is kept.
-        answer: The encoded response, for a JSON stream.
-        ended: No more events will be added.
-        cursor: For the standalone stream: the last event id a connection wrote.
-        attached: A connection is writing this stream now.
-        poll: Close the connection (not the stream) once caught up.
-    """
-
-    stream_id: str
-    request_id: RequestId | None = None
-    json: bool = False
-    answer: bytes | None = None
-    ended: bool = False
-    cursor: str | None = None
-    attached: trio.CancelScope | None = None
-    poll: bool = False
-    changed: trio.Event = attrs.field(factory=trio.Event)
-
-    def wake(self) -> None:
-        """Wake whoever waits for news on this stream."""
-        self.changed.set()
-        self.changed = trio.Event()
-
-    def end(self) -> None:
-        """No more events: connections finish writing and close."""
-        self.ended = True
-        self.wake()
 
 
 @final
@@ -148,6 +119,8 @@ class HttpSession:
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _done: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: The router waits on an empty bus (see ``_write_now``).
+    _idle: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.bus, self.ends = open_bus(context=self.identity, info=self.info)
@@ -275,6 +248,11 @@ class HttpSession:
             stream = self.by_request.get(msg.id)
             if isinstance(token, str | int) and stream is not None:
                 self.by_progress_token[token] = stream
+        # Straight to the peer's dispatch while its receive loop waits on an
+        # empty bus: no receive-loop pass (an inline tool answers right here).
+        deliver = self.ends.shortcuts.deliver
+        if deliver is not None and deliver(msg):
+            return
         await self.ends.to_peer.send(msg)
 
     # --- to the client -------------------------------------------------------------------
@@ -284,128 +262,129 @@ class HttpSession:
             await self.ends.to_peer.send(msg)
 
     async def _route(self) -> None:
-        async with self.ends.from_peer:
-            async for msg in self.ends.from_peer:
-                await self._deliver(msg)
+        shortcuts = self.ends.shortcuts
+        from_peer = self.ends.from_peer
+        if isinstance(self.store, MemoryEventStore):
+            shortcuts.write_now = self._write_now
+        try:
+            async with from_peer:
+                while True:
+                    # As the session's receive loop: take what is queued
+                    # without a schedule point.
+                    try:
+                        msg = from_peer.receive_nowait()
+                    except trio.WouldBlock:
+                        self._idle = True  # see _write_now
+                        try:
+                            msg = await from_peer.receive()
+                        finally:
+                            self._idle = False
+                    if msg is not WAKE_WRITER:
+                        await self._deliver(msg)
+        except trio.EndOfChannel:
+            return
+        finally:
+            if shortcuts.write_now == self._write_now:
+                shortcuts.write_now = None
 
-    def _stream_for(self, msg: Message) -> SseStream | None:
-        if isinstance(msg, Response | ErrorResponse):
-            # A response only ever goes on its request's stream (never on the
-            # GET stream); with that stream ended (the request was cancelled),
-            # it is dropped.
-            stream = self.by_request.get(msg.id) if msg.id is not None else None
-            return stream if stream is not None and not stream.ended else None
-        related = getattr(msg, "related_request_id", None)
-        stream = None
-        if isinstance(related, str | int) and not isinstance(related, bool):
-            stream = self.by_request.get(related)
-        elif isinstance(msg, Notification) and msg.method == "notifications/progress":
-            # Progress names its request by the token the request carried.
-            token = (msg.params or {}).get("progressToken")
-            if isinstance(token, str | int):
-                stream = self.by_progress_token.get(token)
-        if stream is not None and not stream.ended and not stream.json:
-            return stream
-        return self.standalone
+    def _write_now(self, msg: Message) -> bool:
+        """The bus's ``write_now`` shortcut: route ``msg`` from the sender's task.
+
+        Only while the router waits on an empty bus (so nothing queued is
+        overtaken; a refusal clears that, and the message then goes on the
+        bus) and the store never waits (:class:`MemoryEventStore`): an answer
+        is on its stream without a router pass.
+        """
+        if not self._idle or self.closed:
+            self._idle = False
+            return False
+        self._route_now(msg)
+        return True
 
     async def _deliver(self, msg: Message) -> None:
-        if self.stateless and isinstance(msg, Request):
-            # Answered from another task: the peer may be waiting on this
-            # router to take its next message.
-            assert self._nursery is not None
-            self._nursery.start_soon(self._send_to_peer, ErrorResponse(
-                msg.id, ErrorData(INVALID_REQUEST, _NO_SERVER_REQUESTS)))
+        if isinstance(self.store, MemoryEventStore):
+            self._route_now(msg)
             return
-        data = encode_for_wire(msg)
-        if data is None:
-            log.error("dropped a message that cannot be encoded as JSON: %.200r", msg)
+        routed = self._routed(msg)
+        if routed is None:
             return
-        stream = self._stream_for(msg)
-        if stream is None:
-            log.debug("session %s: dropped a response with no open stream", self.session_id)
-            return
-        is_answer = isinstance(msg, Response | ErrorResponse) and stream is not self.standalone
-        if stream.json:
-            stream.answer = data
-            stream.end()
-            return
-        if self.stateless and stream is self.standalone:
-            log.debug("stateless session: dropped an unrelated %s", type(msg).__name__)
-            return
-        if self.era is not None and isinstance(msg, Notification) and _unsubscribed_change(msg):
-            # A list change the App broadcast to every connection: a modern
-            # client gets it only on a subscriptions/listen stream.
-            log.debug("modern request: dropped an untagged %s", msg.method)
-            return
+        stream, data, is_answer = routed
         await self.store.store_event(stream.stream_id, data)
         if is_answer:
             stream.end()
         else:
             stream.wake()
 
+    def _route_now(self, msg: Message) -> None:
+        """Route ``msg`` without waiting (the store is a :class:`MemoryEventStore`)."""
+        routed = self._routed(msg)
+        if routed is None:
+            return
+        stream, data, is_answer = routed
+        assert isinstance(self.store, MemoryEventStore)
+        self.store.store_now(stream.stream_id, data)
+        if is_answer:
+            stream.end()
+        else:
+            stream.wake()
+
+    def _routed(self, msg: Message) -> tuple[SseStream, bytes, bool] | None:
+        """Where ``msg`` goes and its bytes; None when it is done with (no store needed)."""
+        if self.stateless and isinstance(msg, Request):
+            # Answered from another task: the peer may be waiting on this
+            # router to take its next message.
+            assert self._nursery is not None
+            self._nursery.start_soon(self._send_to_peer, ErrorResponse(
+                msg.id, ErrorData(INVALID_REQUEST, _NO_SERVER_REQUESTS)))
+            return None
+        data = encode_for_wire(msg)
+        if data is None:
+            log.error("dropped a message that cannot be encoded as JSON: %.200r", msg)
+            return None
+        stream = _stream_for(self, msg)
+        if stream is None:
+            log.debug("session %s: dropped a response with no open stream", self.session_id)
+            return None
+        is_answer = isinstance(msg, Response | ErrorResponse) and stream is not self.standalone
+        if is_answer:
+            # What the POST's answer is, without decoding it again.
+            stream.answer = data
+            stream.error_code = msg.error.code if isinstance(msg, ErrorResponse) else None
+        if stream.json:
+            stream.end()
+            return None
+        if self.stateless and stream is self.standalone:
+            log.debug("stateless session: dropped an unrelated %s", type(msg).__name__)
+            return None
+        if self.era is not None and isinstance(msg, Notification) and _unsubscribed_change(msg):
+            # A list change the App broadcast to every connection: a modern
+            # client gets it only on a subscriptions/listen stream.
+            log.debug("modern request: dropped an untagged %s", msg.method)
+            return None
+        return stream, data, is_answer
+
     async def prime(self, stream: SseStream) -> str:
         """Store a priming event (an id, no data) on ``stream``; return its id."""
         return await self.store.store_event(stream.stream_id, b"")
 
-    async def write_stream(
-        self,
-        stream: SseStream,
-        send: SendBody,
-        after: str | None,
-        *,
-        close_after: float | None = None,
-        ids: bool = True,
-    ) -> None:
-        """Write ``stream``'s events after event id ``after`` to one connection.
 
-        Returns when the stream has ended and everything is written, when
-        ``close_after`` seconds have passed (the stream goes on: the client
-        reconnects after ``retry``), or when the events after ``after`` are
-        no longer kept (the client cannot resume). ``ids=False`` writes
-        events without their ids (a stream that cannot be resumed).
-
-        Cancellation: stops writing; the stream and its events stay, for a
-            resume.
-        """
-        cursor = after
-        deadline = trio.current_time() + close_after if close_after is not None else None
-        while True:
-            changed = stream.changed
-            if cursor is None:
-                events: list[tuple[str, bytes]] = []
-            else:
-                found = await self.store.replay_events_after(cursor)
-                if found is None:
-                    if self.closed:
-                        return  # the session ended and its events with it
-                    log.warning("session %s: events of stream %s are gone", self.session_id,
-                                stream.stream_id)
-                    return
-                events = found[1]
-            for event_id, data in events:
-                # Empty data: a priming event, written too so that the client
-                # learns its id (it dispatches no message for it).
-                if ids or data:
-                    await send(encode_event(data, event_id=event_id if ids else None))
-                cursor = event_id
-                if stream is self.standalone:
-                    stream.cursor = cursor
-            if stream.ended and not changed.is_set():
-                return
-            if stream.poll and not changed.is_set():
-                stream.poll = False
-                await send(encode_retry(self.retry_ms))
-                return
-            if changed.is_set():
-                continue
-            limit = self.keepalive if self.keepalive is not None else float("inf")
-            if deadline is not None:
-                limit = min(limit, deadline - trio.current_time())
-            with trio.move_on_after(max(limit, 0)):
-                await changed.wait()
-                continue
-            if deadline is not None and trio.current_time() >= deadline:
-                # Close the connection, not the stream: the client polls.
-                await send(encode_retry(self.retry_ms))
-                return
-            await send(encode_comment("keep-alive"))
+def _stream_for(self: HttpSession, msg: Message) -> SseStream | None:
+    """The stream ``msg`` goes on (None: a response with no open stream: dropped)."""
+    if isinstance(msg, Response | ErrorResponse):
+        # A response only ever goes on its request's stream (never on the
+        # GET stream); with that stream ended (the request was cancelled),
+        # it is dropped.
+        stream = self.by_request.get(msg.id) if msg.id is not None else None
+        return stream if stream is not None and not stream.ended else None
+    related = getattr(msg, "related_request_id", None)
+    stream = None
+    if isinstance(related, str | int) and not isinstance(related, bool):
+        stream = self.by_request.get(related)
+    elif isinstance(msg, Notification) and msg.method == "notifications/progress":
+        # Progress names its request by the token the request carried.
+        token = (msg.params or {}).get("progressToken")
+        if isinstance(token, str | int):
+            stream = self.by_progress_token.get(token)
+    if stream is not None and not stream.ended and not stream.json:
+        return stream
+    return self.standalone

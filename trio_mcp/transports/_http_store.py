@@ -85,6 +85,14 @@ class MemoryEventStore:
 
     async def store_event(self, stream_id: str, message: bytes) -> str:
         """Keep one event; see :meth:`EventStore.store_event`. Never waits."""
+        return self.store_now(stream_id, message)
+
+    def store_now(self, stream_id: str, message: bytes) -> str:
+        """:meth:`store_event` without the ``await`` (for a sender that cannot wait).
+
+        Raises:
+            ValueError: ``stream_id`` is empty or contains ``-``.
+        """
         if "-" in stream_id or not stream_id:
             raise ValueError(f"bad stream id {stream_id!r}")
         seq = next(self._seq)
@@ -99,6 +107,10 @@ class MemoryEventStore:
             self._streams.move_to_end(stream_id)
         events.append((seq, message))
         return f"{stream_id}-{seq}"
+
+    def drop_now(self, stream_id: str) -> None:
+        """Drop the events of one stream (it cannot be resumed any more)."""
+        self._streams.pop(stream_id, None)
 
     async def replay_events_after(
         self, last_event_id: str

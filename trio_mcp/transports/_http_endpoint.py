@@ -9,7 +9,7 @@ one SSE connection of a session's stream for both.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Protocol
 
 import trio
@@ -56,6 +56,15 @@ class HttpEndpoint(Protocol):
     async def end_session(self, session: HttpSession) -> None:
         """End ``session`` and forget it."""
         ...
+
+
+async def respond_json(
+    send: Send, status: int, body: bytes, extra: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """Send a whole JSON response, with its ``Content-Length`` (no chunked framing)."""
+    headers = [*JSON_HEADERS, (b"content-length", b"%d" % len(body)), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def wait_ended(stream: SseStream) -> None:

@@ -26,7 +26,7 @@ from ..peer._messages import (
     Request,
     Response,
 )
-from ._http_endpoint import JSON_HEADERS, HttpEndpoint, wait_ended, write_sse
+from ._http_endpoint import HttpEndpoint, respond_json, wait_ended, write_sse
 from ._http_modern import modern_post
 from ._http_policy import (
     Receive,
@@ -53,7 +53,9 @@ SESSION_HEADER: Final = "mcp-session-id"
 
 
 def _valid_session_id(value: str) -> bool:
-    return 0 < len(value) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in value)
+    # Visible ASCII only (0x21-0x7E): printable ASCII but the space.
+    return 0 < len(value) <= 256 and value.isascii() and value.isprintable() and (
+        " " not in value)
 
 
 def find_session(http: HttpEndpoint, scope: Scope, identity: str | None) -> HttpSession | int:
@@ -85,6 +87,10 @@ async def read_body(http: HttpEndpoint, receive: Receive, send: Send) -> bytes |
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
+        if not body and not message.get("more_body", False):  # the usual: in one piece
+            data: bytes = message.get("body", b"")
+            if len(data) <= http.max_body:
+                return data
         body += message.get("body", b"")
         if len(body) > http.max_body:
             await fail(send, 413, f"Payload too large: at most {http.max_body} bytes")
@@ -197,7 +203,7 @@ async def initialize(
     audit.info("http session %s remote=%s identity=%s",
                session.session_id if ok else "refused", scope.get("client"), identity)
     extra = [(b"mcp-session-id", session.session_id.encode("ascii"))] if ok else []
-    await respond(send, 200, stream.answer or b"", [*JSON_HEADERS, *extra])
+    await respond_json(send, 200, stream.answer or b"", extra)
 
 
 async def answer(
@@ -220,7 +226,7 @@ async def answer(
         if stream.answer is None:
             await respond(send, 204, b"", extra)  # cancelled: never answered
         else:
-            await respond(send, 200, stream.answer, [*JSON_HEADERS, *extra])
+            await respond_json(send, 200, stream.answer, extra)
         return
     primer = await session.prime(stream)
     await session.receive(item)

@@ -39,7 +39,7 @@ from ..peer._messages import (
     MODERN_PROTOCOL_VERSIONS,
     Request,
 )
-from ._http_endpoint import JSON_HEADERS, HttpEndpoint, wait_ended, write_sse
+from ._http_endpoint import HttpEndpoint, respond_json, wait_ended, write_sse
 from ._http_policy import (
     HeaderMismatch,
     Receive,
@@ -153,7 +153,7 @@ async def modern_answer(
         if json_stream.answer is None:
             await _unanswered(send, item)
             return False
-        await respond(send, modern_status(json_stream), json_stream.answer, JSON_HEADERS)
+        await respond_json(send, modern_status(json_stream), json_stream.answer)
         return True
     stream = session.open_stream(item.id, json=False)
     cursor = await session.prime(stream)  # where the answer starts; never written
@@ -177,7 +177,7 @@ async def modern_answer(
         await _unanswered(send, item)
         return False
     if first[0] == stream.answer:  # the response came first: no notification
-        await respond(send, modern_status(stream), first[0], JSON_HEADERS)
+        await respond_json(send, modern_status(stream), first[0])
         return not listen
     done = await write_sse(http, session, stream, receive, send, b"", cursor, [], ids=False)
     return done and not listen

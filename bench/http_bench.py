@@ -23,7 +23,12 @@ per request is shown beside each server's. Servers, each a fresh process per run
 * ``mcp230``: mcp 2.3.0's ``MCPServer`` (``.interop/mcp230``; ``streamable-http`` on
   uvicorn, ``echo``); both eras on one endpoint, no tasks;
 * ``mcp130``: mcp 1.30.0's low-level ``Server`` with tasks behind
-  ``StreamableHTTPSessionManager`` on uvicorn (``.interop/mcp130``; ``echo``, ``noop``).
+  ``StreamableHTTPSessionManager`` on uvicorn (``.interop/mcp130``; ``echo``, ``noop``);
+* beyond the floor (hypercorn parses HTTP in pure Python, node and uvicorn in C):
+  ``floor-c``, the same fixed answer, and ``trio-mcp-c``, trio-mcp's ASGI app
+  (``StreamableHttpApp``, the same App and modes as ``trio-mcp``), on a minimal Trio
+  HTTP/1.1 server whose parser is llhttp through ``httptools``
+  (``bench/peers/http_llhttp.py``; ``pip install -r bench/requirements-bench.txt``).
 
 Workloads (each for ``--duration`` s after a warm-up, one request in flight per connection):
 
@@ -50,6 +55,7 @@ mcp130) and workload keys.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -109,9 +115,11 @@ class Server:
                         "--json-response"]
             return [sys.executable, os.path.join(ROOT, "examples/task_server.py"), "--http",
                     f"127.0.0.1:{port}"]
-        if self.key == "floor":
+        if self.key in ("floor", "floor-c"):
             return [*self.cmd, str(port), "--floor", *([] if json_mode or workload == "modern"
                                                         else ["--sse"])]
+        if self.key == "trio-mcp-c":
+            return [*self.cmd, str(port), "--app", *(["--json-response"] if json_mode else [])]
         return [*self.cmd, str(port), *(self.json_flag if json_mode else [])]
 
 
@@ -134,6 +142,17 @@ def servers() -> list[Server]:
         ts.label = f"TS SDK {version}"
         ts.cmd = ["node", os.path.join(ROOT, "bench/peers/ts_http_server.mjs")]
         ts.env = {"BENCH_NODE_MODULES": str(modules)}
+    no_tasks = {w: "the floor answers one constant result: no tasks"
+                for w in ("task-2025", "task-2026")}
+    floor_c = Server("floor-c", "HTTP floor (llhttp)",
+                     [py, os.path.join(ROOT, "bench/peers/http_llhttp.py")],
+                     env={"PYTHONPATH": ROOT}, unsupported=no_tasks)
+    trio_c = Server("trio-mcp-c", "trio-mcp on llhttp",
+                    [py, os.path.join(ROOT, "bench/peers/http_llhttp.py")],
+                    env={"PYTHONPATH": ROOT}, spec=trio.spec)
+    if importlib.util.find_spec("httptools") is None:
+        floor_c.missing = trio_c.missing = (
+            "httptools not installed (pip install -r bench/requirements-bench.txt)")
     out = [trio, floor, ts]
     for key, major, venvs, unsupported in (
         ("mcp230", 2, [".interop/mcp230", ".bench/mcp2"],
@@ -153,7 +172,7 @@ def servers() -> list[Server]:
             if major == 1:
                 srv.path = "/mcp/"  # Starlette's Mount redirects /mcp to /mcp/
         out.append(srv)
-    return out
+    return [*out, trio_c, floor_c]
 
 
 # --- one run --------------------------------------------------------------------------
@@ -406,6 +425,35 @@ def summary(med: dict[tuple[str, str, str], float | None], workloads: list[str])
         got = modern / legacy
         out.append(f"- {'HIT ' if got >= 0.9 else 'MISS'} modern stateless call within 10% of "
                    f"the legacy one (JSON answers): {got:.2f}x (goal >= 0.9x)")
+    return out + beyond(med, workloads)
+
+
+def beyond(med: dict[tuple[str, str, str], float | None], workloads: list[str]) -> list[str]:
+    """Hypercorn (h11, pure Python) against a Trio server on llhttp (C), floor and app."""
+    out: list[str] = []
+    for w in workloads:
+        cpu = {k: med.get((k, w, "server_cpu_us")) for k in ("floor", "floor-c", "trio-mcp",
+                                                             "trio-mcp-c", "ts")}
+        rate = {k: med.get((k, w, "rate")) for k in cpu}
+        if not cpu["trio-mcp-c"] and not cpu["floor-c"]:
+            continue
+        parts = []
+        if cpu["floor"] and cpu["floor-c"] and rate["floor"] and rate["floor-c"]:
+            parts.append(f"floor {cpu['floor-c']:,.0f} us vs hypercorn's {cpu['floor']:,.0f} "
+                         f"({rate['floor-c'] / rate['floor']:.2f}x the rate)")
+        if cpu["trio-mcp"] and cpu["trio-mcp-c"] and rate["trio-mcp"] and rate["trio-mcp-c"]:
+            parts.append(f"trio-mcp {cpu['trio-mcp-c']:,.0f} us vs {cpu['trio-mcp']:,.0f} on "
+                         f"hypercorn ({rate['trio-mcp-c'] / rate['trio-mcp']:.2f}x the rate)")
+        if cpu["trio-mcp-c"] and cpu["floor-c"] and rate["trio-mcp-c"] and rate["floor-c"]:
+            parts.append(f"MCP layer {cpu['trio-mcp-c'] - cpu['floor-c']:,.0f} us above its "
+                         f"floor ({rate['trio-mcp-c'] / rate['floor-c']:.2f}x the floor's rate)")
+        if rate["trio-mcp-c"] and rate["ts"]:
+            parts.append(f"{rate['trio-mcp-c'] / rate['ts']:.2f}x the TS SDK's rate")
+        if parts:
+            out.append(f"- {w}: " + "; ".join(parts))
+    if out:
+        out = ["", "Beyond the floor (server CPU per request; a Trio HTTP/1.1 server on llhttp, "
+               "bench/peers/http_llhttp.py, against hypercorn):", "", *out]
     return out
 
 
@@ -422,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="client processes sharing those connections")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--json", metavar="PATH", help="write every raw result to PATH")
+    parser.add_argument("--instr", type=int, metavar="N", default=0,
+                        help="instead: the Python servers' instructions per request under "
+                             "callgrind, N and 3N requests (bench/http_instr.py)")
     args = parser.parse_args(argv)
     # Stopped with SIGTERM: unwind, so the `with Running` blocks stop their servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -438,6 +489,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         p.update(warmup=5, task_warmup=2, c_warmup=1, duration=0.2)
         args.reps = 1
+    if args.instr:
+        from bench.http_instr import report as instr_report
+
+        print(instr_report(srvs, workloads, args.instr))
+        return 0
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     errors: dict[tuple[str, str], list[str]] = {}
     started, load0 = time.monotonic(), os.getloadavg()

@@ -229,9 +229,12 @@ class Cluster:
             event = self._waiters[task_id] = trio.Event()
         return event
 
-    async def _sleep_on(self, event: trio.Event, seconds: float) -> None:
+    async def _sleep_on(self, event: trio.Event, seconds: float) -> bool:
+        """Wait for ``event`` (at most ``seconds``, ``hint_seconds``); True if it came."""
         with trio.move_on_after(min(seconds, self.store.hint_seconds)):
             await event.wait()
+            return True
+        return False
 
     async def reconcile(self, task_id: str) -> None:
         """Make a local actor agree with the store (cancelled, failed or gone elsewhere)."""
@@ -295,20 +298,38 @@ class Cluster:
         and sent over ``peer``, and their answers stored for the actor.
         """
         hint = self._hint(task_id)
-        record = await self.lookup(owner, task_id, final_here=True)
+        record = await self._current(owner, task_id)
         if record.status.is_terminal:
             return record
         async with trio.open_nursery() as nursery:
             while not record.status.is_terminal:
                 # A local actor's requests are queued by this process (ask()): look
                 # for them only while it asks; any other task's, at every wake-up.
-                if self._asking.get(task_id) or self._ledger.running_actor(task_id) is None:
+                if task_id not in self._final and (
+                    self._asking.get(task_id) or self._ledger.running_actor(task_id) is None
+                ):
                     while (item := await self.store.claim_input(task_id)) is not None:
                         nursery.start_soon(_deliver, self, task_id, item, peer)
-                await self._sleep_on(hint, math.inf)
+                hinted = await self._sleep_on(hint, math.inf)
                 hint = self._hint(task_id)
-                record = await self.lookup(owner, task_id, final_here=True)
+                if hinted:
+                    record = await self._current(owner, task_id)
+                else:  # no hint for hint_seconds: read the store (a hint may be lost)
+                    record = await self.lookup(owner, task_id, final_here=True)
             nursery.cancel_scope.cancel()
+        return record
+
+    async def _current(self, owner: str, task_id: str) -> TaskRecord:
+        """``tasks/result``'s read: a task whose actor runs here and is not terminal
+        is read here (a change made elsewhere reaches it by hint, else the
+        heartbeat, and the wait re-reads the store every ``hint_seconds``);
+        any other, :meth:`lookup` (``final_here``)."""
+        actor = self._ledger.running_actor(task_id)
+        if actor is None or actor.record.status.is_terminal:
+            return await self.lookup(owner, task_id, final_here=True)
+        record = owned(actor.record, owner, task_id)
+        if record.deadline <= trio.current_time():
+            raise expired()
         return record
 
     # --- the actors' input requests (InputRelay) -----------------------------------------

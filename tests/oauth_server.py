@@ -41,6 +41,10 @@ class AuthServer:
         self.clients: dict[str, tuple[str, set[str]]] = {}
         self.opaque: dict[str, dict[str, Any]] = {}
         self.token_format = "jwt"
+        #: Where the token endpoint is; and whether the metadata lists an
+        #: authorization endpoint (RFC 8414 2: not for a client_credentials-only server).
+        self.token_path = "/token"
+        self.authorization_endpoint = True
         self.token_ttl = 300
         self.jwks_fetches = 0
         self.introspections = 0
@@ -152,8 +156,10 @@ def _handler(state: AuthServer) -> type[BaseHTTPRequestHandler]:
             if path == "/.well-known/oauth-authorization-server":
                 base = state.issuer
                 self._json(200, {
-                    "issuer": base, "authorization_endpoint": base + "/authorize",
-                    "token_endpoint": base + "/token", "jwks_uri": base + "/jwks.json",
+                    **({"authorization_endpoint": base + "/authorize"}
+                       if state.authorization_endpoint else {}),
+                    "issuer": base, "token_endpoint": base + state.token_path,
+                    "jwks_uri": base + "/jwks.json",
                     "introspection_endpoint": base + "/introspect",
                     "grant_types_supported": ["client_credentials"],
                     "response_types_supported": ["code"],
@@ -172,7 +178,7 @@ def _handler(state: AuthServer) -> type[BaseHTTPRequestHandler]:
             path = urllib.parse.urlsplit(self.path).path
             form = self._form()
             client = self._client(form)
-            if path == "/token":
+            if path == state.token_path:
                 with state.lock:
                     state.token_requests.append({**form, "_auth": "basic" if _basic(
                         self.headers.get("Authorization")) else "post"})

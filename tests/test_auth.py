@@ -648,3 +648,16 @@ async def test_auth_custom_verifier_and_a_nameless_identity() -> None:
         async with trio_mcp.open_http_client(address.url, token="good") as client:
             assert (await client.call_tool("admin_echo", {"text": "g"})).text == "g"
         nursery.cancel_scope.cancel()
+
+
+async def test_auth_client_credentials_only_authorization_server(auth_server: AuthServer) -> None:
+    """RFC 8414 2: ``authorization_endpoint`` is "REQUIRED unless no grant types are supported
+    that use the authorization endpoint": our client takes metadata without it, and the token
+    endpoint wherever the metadata says."""
+    auth_server.authorization_endpoint = False
+    auth_server.token_path = "/oauth2/token"
+    async with jwt_server(auth_server) as (url, _):
+        auth = ClientCredentials("reader", "reader-secret")
+        async with trio_mcp.open_http_client(url, auth=auth) as client:
+            assert text_json(await client.call_tool("whoami"))["scopes"] == ["tools"]
+    assert auth.token_endpoint == auth_server.issuer + "/oauth2/token"

@@ -11,6 +11,8 @@ mode (it probes ``server/discover``: 2026-07-28) and ``2026-07-28``.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,3 +79,30 @@ def test_mcp230_client_credentials(mcp230: Path, secured: tuple[str, oauth_serve
     requests = auth.token_requests[before:]
     assert requests and all(r["grant_type"] == "client_credentials" for r in requests)
     assert {r.get("resource") for r in requests} == {url}
+
+
+def test_mcp230_deviation_requires_an_authorization_endpoint(mcp230: Path) -> None:
+    """Deviation (mcp 2.3.0): its RFC 8414 metadata model requires ``authorization_endpoint``,
+    which RFC 8414 section 2 makes "REQUIRED unless no grant types are supported that use
+    the authorization endpoint": against a ``client_credentials``-only authorization server
+    that omits it (and keeps its token endpoint off ``/token``), the SDK's client-credentials
+    flow finds no token endpoint. Ours (``ClientCredentials``) gets its token from the same
+    server (``tests/test_auth.py::test_auth_client_credentials_only_authorization_server``)."""
+    with oauth_server.authorization_server() as auth:
+        auth.clients["sdk-agent"] = ("sdk-secret", {"tools"})
+        auth.authorization_endpoint = False
+        auth.token_path = "/oauth2/token"
+        port = _support.free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        argv = [sys.executable, str(_support.TASK_SERVER), "--http", f"127.0.0.1:{port}",
+                "--jwks-uri", auth.issuer + "/jwks.json", "--issuer", auth.issuer,
+                "--audience", url]
+        with _support.background_server(argv, port):
+            done = subprocess.run(
+                [str(mcp230), str(CLIENT), "auto", url, "client_credentials", "sdk-agent",
+                 "sdk-secret", auth.issuer, "tools"],
+                capture_output=True, text=True, timeout=_support.RUN_TIMEOUT, check=False)
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert done.returncode == 1 and "fatal" in report, done.stdout + done.stderr[-2000:]
+        assert "No authorization server metadata discovered" in report["fatal"]
+        assert auth.token_requests == [], report

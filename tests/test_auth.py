@@ -66,14 +66,14 @@ def secured_app() -> trio_mcp.App:
 
 @asynccontextmanager
 async def jwt_server(
-    auth: AuthServer, app: trio_mcp.App | None = None, **verifier_options: Any
+    auth: AuthServer, app: trio_mcp.App | None = None, required_scopes: tuple[str, ...] = (),
 ) -> AsyncIterator[tuple[str, JWTVerifier]]:
     """Serve ``app`` over HTTP verifying JWTs of ``auth``; yield (url, verifier)."""
-    verifier = JWTVerifier(auth.issuer + "/jwks.json", auth.issuer, "http://pending",
-                           **verifier_options)
+    verifier = JWTVerifier(auth.issuer + "/jwks.json", auth.issuer, "http://pending")
     http_app = trio_mcp.StreamableHttpApp(
         app or secured_app(), policy=trio_mcp.HttpPolicy(
-            verifier=verifier, scopes_supported=["tools", "admin"]))
+            verifier=verifier, scopes_supported=["tools", "admin"],
+            required_scopes=required_scopes))
     async with trio.open_nursery() as nursery:
         address = await nursery.start(trio_mcp.serve_http, http_app)
         verifier.audience = address.url  # the canonical URI, known once bound
@@ -117,13 +117,15 @@ async def test_auth_missing_token_is_401_naming_the_metadata(auth_server: AuthSe
     Resource Metadata (RFC9728)" and include "the resource metadata URL in the
     WWW-Authenticate HTTP header under resource_metadata when returning 401"; the document
     "MUST include the authorization_servers field"; it is served at the path-suffixed
-    well-known URI and at the root. The 401 also names the scopes (``scope=``, SHOULD)."""
-    async with jwt_server(auth_server) as (url, _), http_client() as client:
+    well-known URI and at the root. The 401 also names the scopes required (``scope=``,
+    SHOULD), not every scope supported."""
+    async with jwt_server(auth_server, required_scopes=("tools",)) as (url, _), \
+            http_client() as client:
         response = await Raw(client, url).post(INITIALIZE)
         assert response.status_code == 401
         challenge = response.headers["www-authenticate"]
         assert challenge.startswith("Bearer ") and "error=" not in challenge
-        assert 'scope="admin tools"' in challenge
+        assert 'scope="tools"' in challenge
         metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
         assert f'resource_metadata="{metadata_url}"' in challenge
         for where in (metadata_url, metadata_url.removesuffix("/mcp")):

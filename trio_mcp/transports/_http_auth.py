@@ -150,7 +150,9 @@ def _token(scope: Scope) -> str | None:
 
 
 def _advertised(policy: HttpPolicy) -> list[str]:
-    return list(policy.required_scopes or policy.scopes_supported or ())
+    # The scopes "required for accessing the resource" (MCP: Scope Selection Strategy):
+    # not scopes_supported, which a client would then ask for all at once.
+    return list(policy.required_scopes)
 
 
 async def authenticate(

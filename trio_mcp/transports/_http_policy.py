@@ -146,9 +146,9 @@ class HttpPolicy:
         authorization_servers: The metadata's ``authorization_servers``; by
             default the verifier's ``issuer``. Without any (and without
             ``resource_metadata``) no metadata is served.
-        scopes_supported: The metadata's ``scopes_supported``; also named in
-            401 challenges when ``required_scopes`` is empty.
-        required_scopes: Scopes every request needs (403 without them).
+        scopes_supported: The metadata's ``scopes_supported``.
+        required_scopes: Scopes every request needs (403 without them); named
+            in the ``scope=`` of 401 challenges.
     """
 
     tokens: Mapping[str, Any] | None = None

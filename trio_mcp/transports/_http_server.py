@@ -410,8 +410,8 @@ async def serve_http(
             protected-resource metadata is then served (see :class:`HttpPolicy`).
         resource: This server's canonical URI (default: the verifier's audience).
         authorization_servers: Named in the metadata (default: the verifier's issuer).
-        scopes_supported: Named in the metadata and in 401 challenges.
-        required_scopes: Scopes every request needs.
+        scopes_supported: Named in the metadata.
+        required_scopes: Scopes every request needs (named in 401 challenges).
         task_status: Given an :class:`HttpAddress` once listening.
 
     Raises:

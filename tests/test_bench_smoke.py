@@ -140,3 +140,51 @@ def test_bench_http_prints_the_rows() -> None:
         assert cells[3] not in ("", "-"), row  # the floor: a number, or n/a for tasks
     assert "client CPU per call (us)" in out
     assert "What trio-mcp's MCP layer costs above hypercorn" in out
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def test_bench_stores_prints_every_store_and_the_targets() -> None:
+    """``python -m bench.stores --quick --no-ts`` runs every workload on the memory and SQLite
+    stores, and on Redis and PostgreSQL when their servers and drivers are here (else their
+    column says n/a and why); the issue-24 targets follow the table. No timing is checked."""
+    import shutil
+
+    from tests.postgres_server import PG_BIN
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.stores", "--quick", "--no-ts"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "- error:" not in out, out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header == ["workload"] + [f"trio-mcp, {s} store" for s in
+                                     ("memory", "sqlite", "redis", "postgres")], header
+    here = {
+        "redis": shutil.which("redis-server") is not None and _importable("coredis"),
+        "postgres": PG_BIN is not None and _importable("psycopg"),
+    }
+    titles = [row.strip("|").split("|")[0].strip() for row in rows]
+    for title in ("task call + tasks/result, sequential (tasks/s)",
+                  "task call + tasks/result, 200 in flight (tasks/s)",
+                  "create N running tasks, 200 in flight (tasks/s)"):
+        row = rows[titles.index(title)]
+        cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+        assert cells[0] not in ("", "-", "n/a") and cells[1] not in ("", "-", "n/a"), row
+        for column, store in ((2, "redis"), (3, "postgres")):
+            assert (cells[column] not in ("", "-", "n/a")) == here[store], (store, row)
+    for store in ("redis", "postgres"):
+        if not here[store]:
+            assert f"trio-mcp, {store} store: not available" in out, out
+    assert "| target (issue 24) |" in out
+    assert "| 200 in-flight creates >= 0.5x memory |" in out

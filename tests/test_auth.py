@@ -663,3 +663,14 @@ async def test_auth_client_credentials_only_authorization_server(auth_server: Au
         async with trio_mcp.open_http_client(url, auth=auth) as client:
             assert text_json(await client.call_tool("whoami"))["scopes"] == ["tools"]
     assert auth.token_endpoint == auth_server.issuer + "/oauth2/token"
+
+
+async def test_auth_jwt_token_types_when_asked(auth_server: AuthServer) -> None:
+    """``token_types=("at+jwt",)`` (RFC 9068 4: "Resource servers MUST verify that the typ
+    header value is at+jwt or application/at+jwt") refuses a ``typ: JWT`` token."""
+    verifier = JWTVerifier(auth_server.issuer + "/jwks.json", auth_server.issuer,
+                           "http://rs/mcp", token_types=("at+jwt", "application/at+jwt"))
+    good = auth_server.mint({"aud": "http://rs/mcp"}, header={"typ": "at+jwt"})
+    assert (await verifier.verify(good)).subject == "alice"
+    with pytest.raises(trio_mcp.auth.InvalidToken, match="token type"):
+        await verifier.verify(auth_server.mint({"aud": "http://rs/mcp"}))

@@ -151,6 +151,10 @@ class JWTVerifier:
         timeout: Seconds for one JWKS fetch.
         http_client: The httpx client to fetch with (not closed here); by
             default a fresh one per fetch.
+        token_types: When set, the accepted ``typ`` header values, e.g.
+            ``("at+jwt", "application/at+jwt")`` (RFC 9068 4: refuses an ID
+            token or another JWT of the same issuer); off by default, as many
+            authorization servers still issue ``typ: JWT``.
     """
 
     jwks_uri: str
@@ -162,6 +166,7 @@ class JWTVerifier:
     refetch_interval: float = 30.0
     timeout: float = 10.0
     http_client: httpx.AsyncClient | None = None
+    token_types: Sequence[str] | None = None
     _keys: dict[str | None, Key] = attrs.field(factory=dict, init=False)
     _fetched_at: float | None = attrs.field(default=None, init=False)
     _unknown_refetch_at: float | None = attrs.field(default=None, init=False)
@@ -201,6 +206,10 @@ class JWTVerifier:
         algorithm = header.get("alg")
         if not isinstance(algorithm, str) or algorithm not in self.algorithms:
             raise InvalidToken(f"algorithm {str(algorithm)[:20]!r} is not allowed")
+        if self.token_types is not None and str(header.get("typ", "")).lower() not in {
+            t.lower() for t in self.token_types
+        }:
+            raise InvalidToken(f"token type {str(header.get('typ'))[:30]!r} is not accepted")
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise InvalidToken("malformed kid")

@@ -148,7 +148,10 @@ class TaskTrace:
         event: dict[str, Any] = {TASK_STATUS: str(status.value)}
         if record.status_message is not None:
             event[TASK_STATUS_MESSAGE] = record.status_message
-        self.span.add_event(TASK_STATUS_EVENT, event)
+        try:
+            self.span.add_event(TASK_STATUS_EVENT, event)
+        except Exception:  # a broken tracer must not fail the task
+            log.exception("tracing: a task status event could not be recorded")
 
     def end(self, record: Any) -> None:
         """The work has ended: the last status, the outcome, the end of the span."""

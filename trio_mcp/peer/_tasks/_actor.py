@@ -133,7 +133,7 @@ class TaskActor:
     #: What the features keep while the work runs before its task is announced
     #: (the 2026-07-28 prelude); opaque here.
     prelude: Any = None
-    #: With tracing on: the work's span (``trio_mcp._telemetry._otel.TaskTrace``).
+    #: With tracing on: the work's span (``trio_mcp._telemetry._calls.TaskTrace``).
     trace: Any = None
 
     def _input_channel(self) -> _InputChannel:

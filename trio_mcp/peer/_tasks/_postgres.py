@@ -121,6 +121,15 @@ def _record(row: Row) -> TaskRecord | None:
     )  # fmt: skip
 
 
+def _text(text: str | None) -> str | None:
+    """``text`` as PostgreSQL can store it (a NUL character cannot be in ``text``)."""
+    return text.replace("\x00", "\ufffd") if text and "\x00" in text else text
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _item(key: str, body: str) -> InputItem:
     value = json.loads(body)
     return InputItem(key=key, method=value["method"], params=value["params"])
@@ -352,16 +361,17 @@ class PostgresTaskStore:
         """
         if not records:
             return []
-        walls = [wall_expiry(r.deadline) for r in records]
+        batch = []
+        for r in records:
+            wall = wall_expiry(r.deadline)
+            batch.append([
+                r.task_id, r.owner, r.status.value, r.created_at, r.method, r.last_updated_at,
+                r.ttl, r.poll_interval, None if wall is None else round(wall * 1000),
+                _text(r.status_message), outcome_to_json(r.outcome),
+            ])  # fmt: skip
         seqs = await self._rows(
-            "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
-            [r.task_id for r in records], [r.owner for r in records],
-            [r.status.value for r in records], [r.created_at for r in records],
-            [r.method for r in records], [r.last_updated_at for r in records],
-            [r.ttl for r in records], [r.poll_interval for r in records],
-            [None if w is None else round(w * 1000) for w in walls],
-            [r.status_message for r in records], [outcome_to_json(r.outcome) for r in records],
-        )  # fmt: skip
+            "create_many", self.instance, max_live, _now_ms(), self._lease_ms, _json(batch)
+        )
         out: list[int | Exception] = []
         for record, (text,) in zip(records, seqs, strict=True):
             seq = int(text or 0)
@@ -389,7 +399,7 @@ class PostgresTaskStore:
         """Compare and set status, message, updated and outcome while non-terminal."""
         row = await self._one(
             "update", record.task_id, record.status.value, record.last_updated_at,
-            record.status_message, outcome_to_json(record.outcome), _now_ms(),
+            _text(record.status_message), outcome_to_json(record.outcome), _now_ms(),
         )  # fmt: skip
         return row is not None and row[0] == "t"
 
@@ -397,16 +407,17 @@ class PostgresTaskStore:
         """:meth:`update` for each record, in order, in one round trip (one statement)."""
         if not records:
             return []
-        applied = await self._rows(
-            "update_many", [r.task_id for r in records], [r.status.value for r in records],
-            [r.last_updated_at for r in records], [r.status_message for r in records],
-            [outcome_to_json(r.outcome) for r in records], _now_ms(),
-        )  # fmt: skip
+        batch = [
+            [r.task_id, r.status.value, r.last_updated_at, _text(r.status_message),
+             outcome_to_json(r.outcome)]
+            for r in records
+        ]  # fmt: skip
+        applied = await self._rows("update_many", _json(batch), _now_ms())
         return [row[0] == "t" for row in applied]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
-        row = await self._one("cancel", task_id, message, updated_at, _now_ms())
+        row = await self._one("cancel", task_id, _text(message), updated_at, _now_ms())
         return None if row is None else _record(row)
 
     async def delete(self, task_id: str) -> None:
@@ -428,11 +439,8 @@ class PostgresTaskStore:
 
     async def claim_input(self, task_id: str, key: str | None = None) -> InputItem | None:
         """Take the oldest queued request (or the one with ``key``), atomically."""
-        row = await (
-            self._one("claim_oldest", task_id)
-            if key is None
-            else self._one("claim_key", task_id, key)
-        )
+        row = await (self._one("claim_oldest", task_id) if key is None
+                     else self._one("claim_key", task_id, key))  # fmt: skip
         return None if row is None else _item(str(row[0]), str(row[1]))
 
     async def peek_inputs(self, task_id: str) -> list[InputItem]:

@@ -65,6 +65,8 @@ async def run_blocking(fn: Callable[[], T], op_timeout: float) -> T:
 
 def to_text(value: Any) -> bytes | None:
     """A parameter as PostgreSQL's text input (lists as array literals)."""
+    if type(value) is str:
+        return value.encode()
     if value is None:
         return None
     if isinstance(value, bool):

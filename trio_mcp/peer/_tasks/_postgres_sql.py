@@ -84,13 +84,13 @@ CREATE TABLE {S}.leases (instance text PRIMARY KEY, expires timestamptz NOT NULL
 -- across processes. The runner's lease row
 -- is (re)made if it was swept, so a task never belongs to an instance nobody sweeps.
 CREATE FUNCTION {S}.create_tasks(
-  p_runner text, p_max_live int, p_now bigint, p_lease_ms bigint, p_ids text[],
-  p_owners text[], p_statuses text[], p_created text[], p_methods text[],
-  p_updated text[], p_ttls bigint[], p_polls int[], p_expires bigint[], p_msgs text[],
-  p_outcomes text[]
+  p_runner text, p_max_live int, p_now bigint, p_lease_ms bigint, p_batch jsonb
 ) RETURNS bigint[] LANGUAGE plpgsql AS $$
+-- p_batch: [[id, owner, status, created, method, updated, ttl, poll, expires, msg,
+-- outcome], ...] (ttl and expires may be null; outcome is the outcome's JSON text)
 DECLARE
   out bigint[] := '{}';
+  t record;
   old record;
   owner_now text;
   live int;
@@ -98,23 +98,27 @@ DECLARE
   leased boolean := false;
   h int;
 BEGIN
-  FOR h IN SELECT DISTINCT hashtext(o) FROM unnest(p_owners) AS o ORDER BY 1 LOOP
+  FOR h IN SELECT DISTINCT hashtext(e->>1) FROM jsonb_array_elements(p_batch) AS e
+      ORDER BY 1 LOOP
     PERFORM pg_advisory_xact_lock(hashtext({CH}), h);
   END LOOP;
-  FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-    SELECT runner, created, seq INTO old FROM {S}.tasks WHERE id = p_ids[i];
+  FOR t IN SELECT e->>0 AS id, e->>1 AS owner, e->>2 AS status, e->>3 AS created,
+      e->>4 AS method, e->>5 AS updated, (e->>6)::bigint AS ttl, (e->>7)::int AS poll,
+      (e->>8)::bigint AS expires, e->>9 AS msg, e->>10 AS outcome
+      FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS a(e, n) ORDER BY n LOOP
+    SELECT runner, created, seq INTO old FROM {S}.tasks WHERE id = t.id;
     IF FOUND THEN
-      out := out || CASE WHEN old.runner = p_runner AND old.created = p_created[i]
+      out := out || CASE WHEN old.runner = p_runner AND old.created = t.created
         THEN old.seq ELSE -2 END;
       CONTINUE;
     END IF;
-    IF owner_now IS DISTINCT FROM p_owners[i] THEN
-      owner_now := p_owners[i];
+    IF owner_now IS DISTINCT FROM t.owner THEN
+      owner_now := t.owner;
       SELECT count(*) INTO live FROM (
         SELECT 1 FROM {S}.tasks WHERE owner = owner_now AND status IN {LIVE}
-          AND (expires IS NULL OR expires > p_now) LIMIT p_max_live) AS t;
+          AND (expires IS NULL OR expires > p_now) LIMIT p_max_live) AS c;
     END IF;
-    IF p_statuses[i] IN {LIVE} THEN
+    IF t.status IN {LIVE} THEN
       IF live >= p_max_live THEN
         out := out || -1::bigint;
         CONTINUE;
@@ -127,9 +131,8 @@ BEGIN
       END IF;
     END IF;
     v_seq := nextval('{S}.task_seq');
-    INSERT INTO {S}.tasks VALUES (p_ids[i], v_seq, p_owners[i], p_runner, p_methods[i],
-      p_statuses[i], p_created[i], p_updated[i], p_ttls[i], p_polls[i], p_expires[i],
-      p_msgs[i], p_outcomes[i]);
+    INSERT INTO {S}.tasks VALUES (t.id, v_seq, t.owner, p_runner, t.method, t.status,
+      t.created, t.updated, t.ttl, t.poll, t.expires, t.msg, t.outcome);
     out := out || v_seq;
   END LOOP;
   RETURN out;
@@ -152,16 +155,17 @@ BEGIN
     WHERE id = p_id AND status = p_status AND updated = p_updated);
 END $$;
 
-CREATE FUNCTION {S}.update_tasks(
-  p_ids text[], p_statuses text[], p_updated text[], p_msgs text[], p_outcomes text[],
-  p_now bigint
-) RETURNS boolean[] LANGUAGE plpgsql AS $$
+CREATE FUNCTION {S}.update_tasks(p_batch jsonb, p_now bigint)
+RETURNS boolean[] LANGUAGE plpgsql AS $$
+-- p_batch: [[id, status, updated, msg, outcome], ...]
 DECLARE
   out boolean[] := '{}';
+  t record;
 BEGIN
-  FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-    out := out || {S}.update_task(p_ids[i], p_statuses[i], p_updated[i], p_msgs[i],
-      p_outcomes[i], p_now);
+  FOR t IN SELECT e->>0 AS id, e->>1 AS status, e->>2 AS updated, e->>3 AS msg,
+      e->>4 AS outcome
+      FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS a(e, n) ORDER BY n LOOP
+    out := out || {S}.update_task(t.id, t.status, t.updated, t.msg, t.outcome, p_now);
   END LOOP;
   RETURN out;
 END $$;
@@ -265,16 +269,13 @@ def queries(schema: str) -> dict[str, str]:
         "secret": "INSERT INTO {S}.meta VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
         "get_secret": "SELECT value FROM {S}.meta WHERE key = 'secret'",
         "create_many": "SELECT x FROM unnest({S}.create_tasks($1, $2::int, $3::bigint,"
-        " $4::bigint, $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],"
-        " $11::bigint[], $12::int[], $13::bigint[], $14::text[], $15::text[]))"
-        " WITH ORDINALITY AS t(x, n) ORDER BY n",
+        " $4::bigint, $5::jsonb)) WITH ORDINALITY AS t(x, n) ORDER BY n",
         "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = $1",
         "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = $1 AND seq > $2::bigint"
         " AND (expires IS NULL OR expires > $3::bigint) ORDER BY seq LIMIT $4::int",
         "update": "SELECT {S}.update_task($1, $2, $3, $4, $5, $6::bigint)",
-        "update_many": "SELECT x FROM unnest({S}.update_tasks($1::text[], $2::text[],"
-        " $3::text[], $4::text[], $5::text[], $6::bigint)) WITH ORDINALITY AS t(x, n)"
-        " ORDER BY n",
+        "update_many": "SELECT x FROM unnest({S}.update_tasks($1::jsonb, $2::bigint))"
+        " WITH ORDINALITY AS t(x, n) ORDER BY n",
         "cancel": f"SELECT {_COLUMNS} FROM {{S}}.cancel_task($1, $2, $3, $4::bigint)",
         "delete": "DELETE FROM {S}.tasks WHERE id = $1",
         "terminal_among": "SELECT i FROM unnest($1::text[]) AS i WHERE NOT EXISTS ("

@@ -136,6 +136,7 @@ class ClientCredentials(httpx.Auth):
         self._refresh_at: float | None = None
         #: Tokens fetched so far (for tests and logs).
         self.tokens_fetched = 0
+        self._lock = trio.Lock()
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
         """Not supported: trio-mcp's client is async."""
@@ -153,13 +154,16 @@ class ClientCredentials(httpx.Auth):
         Cancellation: the request (or the discovery step under way) is
             abandoned; a token already received is kept for the next request.
         """
-        if self._token is not None and self._refresh_at is not None and (
+        stale = self._token
+        if stale is not None and self._refresh_at is not None and (
             trio.current_time() >= self._refresh_at
         ):
-            steps = self._obtain({}, str(request.url))
-            reply: httpx.Response | None = None
-            while (step := await _next(steps, reply)) is not None:
-                reply = yield step
+            async with self._lock:  # one renewal at a time; the others then use its token
+                if self._token == stale:
+                    steps = self._obtain({}, str(request.url))
+                    reply: httpx.Response | None = None
+                    while (step := await _next(steps, reply)) is not None:
+                        reply = yield step
         sent = self._token
         if sent is not None:
             request.headers["Authorization"] = f"Bearer {sent}"
@@ -167,12 +171,13 @@ class ClientCredentials(httpx.Auth):
         if response.status_code != 401:
             return
         challenge = challenge_params(response.headers.get("www-authenticate"))
-        if self._token == sent:
-            self._token = None
-            steps = self._obtain(challenge, str(request.url))
-            reply = None
-            while (step := await _next(steps, reply)) is not None:
-                reply = yield step
+        async with self._lock:  # a request refused meanwhile waits for this new token
+            if self._token in (sent, None):
+                self._token = None
+                steps = self._obtain(challenge, str(request.url))
+                reply = None
+                while (step := await _next(steps, reply)) is not None:
+                    reply = yield step
         if self._token is None or self._token == sent:
             return
         request.headers["Authorization"] = f"Bearer {self._token}"

@@ -247,6 +247,12 @@ async def test_postgres_records_round_trip(postgres_url: str) -> None:
         assert (got.owner, got.status_message) == (odd_owner, odd.status_message)
         assert [r.task_id for r in (await store.page(odd_owner, 0, 10))[0]] == [odd.task_id]
         assert await store.terminal_among([odd.task_id, "NULL"]) == {"NULL"}
+        # PostgreSQL's text cannot hold NUL: a message with one is kept, NUL replaced
+        odd.status, odd.status_message = TaskStatus.FAILED, "bad\x00byte"
+        odd.outcome = ErrorData(-32603, "bad\x00byte")
+        assert await store.update_many([odd]) == [True]
+        got = await store.get(odd.task_id)
+        assert got.status_message == "bad\ufffdbyte" and got.outcome == odd.outcome
 
 
 async def test_postgres_cancel_wins_over_a_later_update(postgres_url: str) -> None:

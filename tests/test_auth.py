@@ -442,6 +442,12 @@ async def test_auth_client_credentials_renews_before_expiry_and_on_401(
             auth_server.opaque.clear()  # every token revoked
             assert text_json(await client.call_tool("whoami"))["subject"] == "agent"
             assert auth.tokens_fetched == fetched + 1
+            auth_server.opaque.clear()  # revoked again, under five concurrent calls:
+            fetched = auth.tokens_fetched
+            async with trio.open_nursery() as calls:
+                for _ in range(5):
+                    calls.start_soon(client.call_tool, "whoami")
+            assert auth.tokens_fetched == fetched + 1  # one renewal served them all
             auth_server.token_ttl = 0  # expires at once: renewed before each request
             auth_server.opaque.clear()
             await client.call_tool("whoami")

@@ -388,6 +388,37 @@ async def test_postgres_expired_rows_read_as_gone_and_are_purged_in_batches(
         await _eventually(purged, 5)
 
 
+async def test_postgres_terminal_records_are_kept_until_their_deadline() -> None:
+    """What the store answers from memory: terminal records only (they never change),
+    as copies, at most ``size``, never past their deadline, never once deleted."""
+    from trio_mcp.peer._tasks._postgres_cache import TerminalCache
+
+    cache = TerminalCache(size=2)
+    live, short = _record("live"), _record("short", ttl=100)
+    cache.keep(live)
+    cache.keep(None)
+    assert cache.get("live") is None  # a live task may change: never kept
+    for record in (short, _record("a"), _record("b")):
+        record.status = TaskStatus.COMPLETED
+        cache.keep(record)
+    assert len(cache) == 2 and cache.get("short") is None  # the oldest went first
+    got = cache.get("a")
+    assert got is not None and got.status is TaskStatus.COMPLETED
+    got.status_message = "changed by a caller"
+    assert cache.get("a").status_message is None  # a copy each time
+    cache.drop("a")
+    assert cache.get("a") is None
+    nul = _record("nul")
+    nul.status, nul.status_message = TaskStatus.FAILED, "a\x00b"
+    cache.keep(nul)
+    assert cache.get("nul") is None  # stored with U+FFFD: read it from the store
+    expiring = _record("expiring", ttl=50)
+    expiring.status = TaskStatus.FAILED
+    cache.keep(expiring)
+    await trio.sleep(0.1)
+    assert cache.get("expiring") is None
+
+
 # --- input_required side channel ---------------------------------------------------------
 
 
@@ -605,13 +636,16 @@ async def test_postgres_outage_is_a_clear_error_and_nothing_is_lost(
         late = await start(reg, finishes_during_the_outage)
 
         postgres_server.stop()  # immediate shutdown: no checkpoint, as in a crash
-        for op in (reg.get(OWNER, done.task_id), reg.list(OWNER, None)):
+        for op in (lambda: reg.get(OWNER, late.task_id), lambda: reg.list(OWNER, None)):
             with trio.fail_after(10), pytest.raises(McpError) as info:
-                await op
+                await op()
             assert info.value.code == -32603
             assert info.value.message.startswith("Task store unavailable (")
             assert info.value.message.endswith("; retry later")
-            print(info.value.message)
+        # A task this process saw finish never changes again: answered from memory.
+        assert (await reg.get(OWNER, done.task_id)).status is TaskStatus.COMPLETED
+        known = await reg.result(OWNER, done.task_id, Requestor())
+        assert known["content"][0]["text"] == "before"
         with trio.fail_after(10), pytest.raises(McpError, match="Task store unavailable"):
             await start(reg, answer("refused"))
         release.set()  # the task completes while PostgreSQL is down: its write waits

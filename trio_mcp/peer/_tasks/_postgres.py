@@ -28,7 +28,6 @@ import socket
 import time
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import trio
@@ -36,7 +35,8 @@ import trio
 from .._messages import TaskStatus
 from . import _postgres_sql as pg
 from ._codec import outcome_from_json, outcome_to_json
-from ._postgres_conn import PgPool, Row, rows, run_blocking
+from ._postgres_cache import TerminalCache
+from ._postgres_conn import PgPool, Row, conninfo_with_timeouts, parse_url, rows, run_blocking
 from ._postgres_loops import listen, repeat
 from ._shared import (
     LEASE_LOST_MESSAGE,
@@ -62,40 +62,10 @@ DEFAULT_POOL: Final = 8
 PURGE_BATCH: Final = 500
 #: The most purge statements per sweep period (the rest waits for the next one).
 PURGE_ROUNDS: Final = 20
-_OPTIONS: Final = ("lease", "hint", "schema", "pool")
 
 
 class SchemaVersionError(RuntimeError):
     """The store's tables were made by a newer trio-mcp than this one (or are unknown)."""
-
-
-def parse_url(url: str) -> tuple[str, dict[str, str]]:
-    """Split a store URL into the libpq URL and our options (lease, hint, schema, pool)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise ValueError(f"not a PostgreSQL URL: {url!r}")
-    ours: dict[str, str] = {}
-    rest: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in _OPTIONS:
-            ours[name] = value
-        else:
-            rest.append((name, value))
-    return urlunsplit(parts._replace(query=urlencode(rest))), ours
-
-
-def _conninfo(libpq_url: str, op_timeout: float) -> str:
-    """The URL with our timeouts: connecting, and every statement on the server."""
-    given = psycopg.conninfo.conninfo_to_dict(libpq_url)
-    extra: dict[str, Any] = {
-        "application_name": given.get("application_name", "trio-mcp"),
-        "client_encoding": "UTF8",  # results are decoded as UTF-8, whatever the server's
-    }
-    if "connect_timeout" not in given:
-        extra["connect_timeout"] = max(2, math.ceil(op_timeout))
-    timeout = f"-c statement_timeout={math.ceil(op_timeout * 1000)}"
-    extra["options"] = f"{given['options']} {timeout}" if given.get("options") else timeout
-    return psycopg.conninfo.make_conninfo(libpq_url, **extra)
 
 
 def _now_ms() -> int:
@@ -128,6 +98,28 @@ def _text(text: str | None) -> str | None:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _create_batch(records: Sequence[TaskRecord]) -> str:
+    """``create_tasks``' batch: one JSON array per record."""
+    batch = []
+    for r in records:
+        wall = wall_expiry(r.deadline)
+        batch.append([
+            r.task_id, r.owner, r.status.value, r.created_at, r.method, r.last_updated_at,
+            r.ttl, r.poll_interval, None if wall is None else round(wall * 1000),
+            _text(r.status_message), outcome_to_json(r.outcome),
+        ])  # fmt: skip
+    return _json(batch)
+
+
+def _update_batch(records: Sequence[TaskRecord]) -> str:
+    """``update_tasks``' batch: one JSON array per record."""
+    return _json([
+        [r.task_id, r.status.value, r.last_updated_at, _text(r.status_message),
+         outcome_to_json(r.outcome)]
+        for r in records
+    ])  # fmt: skip
 
 
 def _item(key: str, body: str) -> InputItem:
@@ -209,6 +201,7 @@ class PostgresTaskStore:
         self.op_timeout = OP_TIMEOUT
         self.purge_batch = PURGE_BATCH
         self._pool: PgPool | None = None
+        self._terminal = TerminalCache()
 
     def __repr__(self) -> str:
         return f"PostgresTaskStore({self.url!r}, instance={self.instance!r})"
@@ -245,7 +238,7 @@ class PostgresTaskStore:
         """
         if self._pool is not None:
             raise RuntimeError(f"{self!r} is already open")
-        conninfo = _conninfo(self._libpq_url, self.op_timeout)
+        conninfo = conninfo_with_timeouts(self._libpq_url, self.op_timeout)
         schema, q = self.schema, self._q
 
         def set_up() -> str:
@@ -282,10 +275,8 @@ class PostgresTaskStore:
     async def run(
         self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
-        lease/3 s, fail dead instances' tasks and delete expired rows every lease/2 s.
-        Survives outages (listens again with backoff). Reports started once listening
-        (or once the first attempt failed: hints then wait for the server)."""
+        """Until cancelled: hints to ``events.on_hint``; the lease renewed every lease/3 s;
+        dead instances swept and expired rows purged every lease/2 s. Survives outages."""
         pool = self._pool
         if pool is None:
             raise RuntimeError(f"{self!r} is not open")
@@ -361,17 +352,10 @@ class PostgresTaskStore:
         """
         if not records:
             return []
-        batch = []
-        for r in records:
-            wall = wall_expiry(r.deadline)
-            batch.append([
-                r.task_id, r.owner, r.status.value, r.created_at, r.method, r.last_updated_at,
-                r.ttl, r.poll_interval, None if wall is None else round(wall * 1000),
-                _text(r.status_message), outcome_to_json(r.outcome),
-            ])  # fmt: skip
         seqs = await self._rows(
-            "create_many", self.instance, max_live, _now_ms(), self._lease_ms, _json(batch)
-        )
+            "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
+            _create_batch(records),
+        )  # fmt: skip
         out: list[int | Exception] = []
         for record, (text,) in zip(records, seqs, strict=True):
             seq = int(text or 0)
@@ -385,8 +369,12 @@ class PostgresTaskStore:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record, or ``None`` if unknown or expired."""
+        if (known := self._terminal.get(task_id)) is not None:
+            return known  # terminal: it never changes again (see _postgres_cache)
         row = await self._one("get", task_id)
-        return None if row is None else _record(row)
+        record = None if row is None else _record(row)
+        self._terminal.keep(record)
+        return record
 
     async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
         """Up to ``limit`` live records of ``owner`` with ``seq > after_seq``, oldest first,
@@ -401,27 +389,31 @@ class PostgresTaskStore:
             "update", record.task_id, record.status.value, record.last_updated_at,
             _text(record.status_message), outcome_to_json(record.outcome), _now_ms(),
         )  # fmt: skip
-        return row is not None and row[0] == "t"
+        if applied := row is not None and row[0] == "t":
+            self._terminal.keep(record)
+        return applied
 
     async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
         """:meth:`update` for each record, in order, in one round trip (one statement)."""
         if not records:
             return []
-        batch = [
-            [r.task_id, r.status.value, r.last_updated_at, _text(r.status_message),
-             outcome_to_json(r.outcome)]
-            for r in records
-        ]  # fmt: skip
-        applied = await self._rows("update_many", _json(batch), _now_ms())
-        return [row[0] == "t" for row in applied]
+        rows_ = await self._rows("update_many", _update_batch(records), _now_ms())
+        applied = [row[0] == "t" for row in rows_]
+        for record, ok in zip(records, applied, strict=True):
+            if ok:
+                self._terminal.keep(record)
+        return applied
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
         row = await self._one("cancel", task_id, _text(message), updated_at, _now_ms())
-        return None if row is None else _record(row)
+        record = None if row is None else _record(row)
+        self._terminal.keep(record)
+        return record
 
     async def delete(self, task_id: str) -> None:
         """Forget a record, its input queue and answers."""
+        self._terminal.drop(task_id)
         await self._rows("delete", task_id)
 
     async def terminal_among(self, task_ids: Collection[str]) -> set[str]:

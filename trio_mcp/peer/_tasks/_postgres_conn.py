@@ -20,8 +20,10 @@ when the server cannot be reached, never hangs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar, final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import trio
@@ -30,6 +32,8 @@ from psycopg import pq
 from ._shared import store_unavailable
 
 T = TypeVar("T")
+#: The query options of a store URL that are the store's, not libpq's.
+STORE_OPTIONS: Final = ("lease", "hint", "schema", "pool")
 #: A row of a result: each column's text, or ``None`` for NULL.
 Row: TypeAlias = tuple[str | None, ...]
 _BAD: Final = pq.ConnStatus.BAD
@@ -43,6 +47,35 @@ def unavailable_reason(exc: BaseException) -> str | None:
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):  # a standby
         return f"PostgreSQL: {' '.join(str(exc).split())}"
     return None
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a store URL into the libpq URL and our options (lease, hint, schema, pool)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"not a PostgreSQL URL: {url!r}")
+    ours: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in STORE_OPTIONS:
+            ours[name] = value
+        else:
+            rest.append((name, value))
+    return urlunsplit(parts._replace(query=urlencode(rest))), ours
+
+
+def conninfo_with_timeouts(libpq_url: str, op_timeout: float) -> str:
+    """The URL with our timeouts: connecting, and every statement on the server."""
+    given = psycopg.conninfo.conninfo_to_dict(libpq_url)
+    extra: dict[str, Any] = {
+        "application_name": given.get("application_name", "trio-mcp"),
+        "client_encoding": "UTF8",  # results are decoded as UTF-8, whatever the server's
+    }
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = max(2, math.ceil(op_timeout))
+    timeout = f"-c statement_timeout={math.ceil(op_timeout * 1000)}"
+    extra["options"] = f"{given['options']} {timeout}" if given.get("options") else timeout
+    return psycopg.conninfo.make_conninfo(libpq_url, **extra)
 
 
 async def run_blocking(fn: Callable[[], T], op_timeout: float) -> T:

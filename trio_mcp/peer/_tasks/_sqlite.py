@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import queue
 import secrets
 import sqlite3
@@ -184,17 +185,24 @@ class SqliteTaskStore:
 
         Raises:
             McpError: -32603 when the disk has been failing for
-                :data:`SYNC_TIMEOUT` seconds (the changes stay queued and are
-                retried; nothing acknowledged is lost).
+                :data:`SYNC_TIMEOUT` seconds of this wait (give or take one
+                retry; the changes stay queued and are retried; nothing
+                acknowledged is lost).
 
         Cancellation: stops waiting; the writes go on.
         """
         target = self._queued
-        if self._done >= target:
-            return
-        with trio.move_on_after(SYNC_TIMEOUT):
-            while self._done < target:
-                await self._committed.wait()
+        give_up = math.inf  # no timer while commits succeed: the flusher wakes us
+        while self._done < target:
+            if self._conn is None:  # closed with changes it could not commit
+                break
+            if self._failure is not None:  # woken by a failed commit (one per retry)
+                now = trio.current_time()
+                give_up = min(give_up, now + SYNC_TIMEOUT)
+                if now >= give_up:
+                    break
+            await self._committed.wait()
+        else:
             return
         raise McpError(
             INTERNAL_ERROR,
@@ -238,18 +246,22 @@ class SqliteTaskStore:
             if self._failure is None:
                 log.error("%s: writes failing, retrying every second: %s", self, exc)
             self._failure = f"{type(exc).__name__}: {exc}"
+            self._wake_waiters()  # they give up after SYNC_TIMEOUT of failures
             return False
         if self._failure is not None:
             log.warning("%s: writes succeed again", self)
             self._failure = None
         self._pending = []
         self._done += len(changes)
-        committed, self._committed = self._committed, trio.Event()
-        committed.set()
+        self._wake_waiters()
         self._commits += 1
         if self._commits % _CHECKPOINT_EVERY == 0:
             self._checkpoints.put(True)
         return True
+
+    def _wake_waiters(self) -> None:
+        committed, self._committed = self._committed, trio.Event()
+        committed.set()
 
     def _checkpoint(self) -> None:
         """The checkpoint thread: copy the WAL into the database when asked (it
@@ -308,8 +320,11 @@ class SqliteTaskStore:
                 break
             with trio.CancelScope(shield=True):
                 await trio.sleep(_RETRY_SECONDS)
+        if self._pending:
+            self._failure = self._failure or "the store was closed"
         self._conn = None
         conn.close()
+        self._wake_waiters()
         self._checkpoints.put(False)
         if self._checkpointer is not None:
             await trio.to_thread.run_sync(

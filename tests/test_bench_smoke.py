@@ -7,6 +7,7 @@ bench/setup.sh``); missing ones must show as ``n/a`` with how to install them.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -109,10 +110,11 @@ def test_bench_modern_tasks_prints_the_rows() -> None:
 def test_bench_http_prints_the_rows() -> None:
     """``python -m bench.http --quick --only trio-mcp --only floor`` runs every Streamable HTTP
     workload on trio-mcp (the floor on its plain rows) with the raw-socket client; no timing
-    is checked. The node and mcp peers are left out (the full run shows them, or n/a)."""
+    is checked. The node and mcp peers are left out (the full run shows them, or n/a); the
+    llhttp pair ("beyond the floor") runs when httptools is installed, else shows n/a."""
     proc = subprocess.run(
         [sys.executable, "-m", "bench.http", "--quick", "--only", "trio-mcp", "--only", "floor",
-         "--clients", "6"],
+         "--only", "trio-mcp-c", "--only", "floor-c", "--clients", "6"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -140,6 +142,14 @@ def test_bench_http_prints_the_rows() -> None:
         assert cells[3] not in ("", "-"), row  # the floor: a number, or n/a for tasks
     assert "client CPU per call (us)" in out
     assert "What trio-mcp's MCP layer costs above hypercorn" in out
+    assert header[4:6] == ["trio-mcp on llhttp", "HTTP floor (llhttp)"], header
+    if importlib.util.find_spec("httptools") is None:
+        assert "httptools not installed (pip install -r bench/requirements-bench.txt)" in out
+    else:
+        for row in rows[1:]:
+            cells = [cell.strip() for cell in row.strip("|").split("|")]
+            assert cells[4] not in ("", "-", "n/a"), row  # trio-mcp on llhttp: every workload
+        assert "Beyond the floor" in out
 
 
 def _importable(name: str) -> bool:

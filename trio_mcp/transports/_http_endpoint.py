@@ -82,13 +82,22 @@ async def write_sse(
 ) -> bool:
     """Write one SSE connection of ``stream``, from ``first`` then the events after ``after``.
 
+    A stream that has ended already (an immediate answer, or a resume of a
+    finished stream) is written as one body with its ``Content-Length``: the
+    same events, one write fewer than chunked framing.
+
     Returns:
         True when it was written to its end (not cut by the client or a resume).
     """
-    await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
+    headers = [*SSE_HEADERS, *extra]
+    complete = stream.ended
+    chunks: list[bytes] = []
 
     async def body(data: bytes) -> None:
-        await send({"type": "http.response.body", "body": data, "more_body": True})
+        if complete:
+            chunks.append(data)
+        else:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def write() -> bool:
         await write_events(
@@ -98,6 +107,8 @@ async def write_sse(
         )
         return True
 
+    if not complete:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
     previous, stream.attached = stream.attached, trio.CancelScope()
     if previous is not None:
         previous.cancel()  # the client resumed: the old connection is dead to it
@@ -105,9 +116,14 @@ async def write_sse(
     completed = False
     try:
         with attached:
-            # Every event stored already (an immediate answer): no watcher.
-            completed = await (write() if stream.ended else until_disconnect(receive, write))
-        if completed:
+            # Every event stored already: no disconnect watcher.
+            completed = await (write() if complete else until_disconnect(receive, write))
+        if completed and complete:
+            data = b"".join(chunks)
+            headers.append((b"content-length", b"%d" % len(data)))
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": data})
+        elif completed:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         if stream.attached is attached:

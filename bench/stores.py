@@ -27,6 +27,8 @@ server CPU per sequential round trip) are checked below the table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import os
 import sys
 import tempfile
@@ -80,7 +82,7 @@ def store_urls(names: tuple[str, ...], tmp: Path) -> Iterator[dict[str, str]]:
                 if name == "memory":
                     urls[name] = "memory"
                 elif name == "sqlite":
-                    urls[name] = f"sqlite:///{tmp}/tasks.db"
+                    urls[name] = f"sqlite:///{tmp}/tasks-{{run}}.db"  # a new file per run
                 elif name == "redis":
                     import coredis  # noqa: F401
 
@@ -116,7 +118,15 @@ def store_servers(n_tasks: int, urls: dict[str, str], with_ts: bool = True) -> l
     return out
 
 
+_runs = itertools.count(1)
+
+
 def run_one(server: Server, workload: str, p: dict[str, Any]) -> dict[str, Any]:
+    # Every run starts on an empty store: a SQLite file per run (a server loads what
+    # its file holds at start); Redis and PostgreSQL keep earlier runs' records, each
+    # under its own requestor, until their TTL.
+    run = next(_runs)
+    server = dataclasses.replace(server, argv=[a.replace("{run}", str(run)) for a in server.argv])
     client = Client(server)
     try:
         client.initialize()

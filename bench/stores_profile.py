@@ -84,6 +84,7 @@ def _run(server: Server, workload: str, p: dict[str, Any], spy_out: Path | None
          ) -> tuple[dict[str, Any], str]:
     """``run_one``, with ``py-spy record`` attached after the handshake if ``spy_out``;
     also the server's CPU per thread over the workload."""
+    server.argv = [a.replace("{run}", "1") for a in server.argv]
     client = Client(server)
     try:
         client.initialize()

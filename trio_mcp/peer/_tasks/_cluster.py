@@ -25,6 +25,7 @@ module does what crosses processes:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -87,7 +88,7 @@ class Cluster:
         self._creates = CreateBatcher(create_many) if create_many is not None else None
         # Terminal records whose terminal write this process stored (compare and set):
         # final in the store until deleted, so read here, not again from the store.
-        self._final: dict[str, TaskRecord] = {}
+        self._final: collections.OrderedDict[str, TaskRecord] = collections.OrderedDict()
         # Tasks whose local actor is asking its requestor (queued in the store) now.
         self._asking: dict[str, int] = {}
 
@@ -203,7 +204,7 @@ class Cluster:
         final = self._final
         final[record.task_id] = record
         if len(final) > _FINAL_KEPT:
-            del final[next(iter(final))]  # the oldest
+            final.popitem(last=False)  # the oldest (O(1); a dict's first key is not)
 
     def _spawn(self, fn: Any, *args: Any) -> None:
         if self._nursery is not None:

@@ -26,7 +26,6 @@ def running_postgres(folder: Path) -> Iterator[str]:
     del folder
     try:
         import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
 
         from tests import postgres_server as pg
         from trio_mcp.peer._tasks import _postgres  # noqa: F401

@@ -119,6 +119,8 @@ class HttpSession:
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _done: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: The streams open at the last prune, in order (see ``_prune``).
+    opened: list[SseStream] = attrs.field(factory=list, init=False)
     #: The router waits on an empty bus (see ``_write_now``).
     _idle: bool = attrs.field(default=False, init=False)
 
@@ -188,23 +190,12 @@ class HttpSession:
     def open_stream(self, request_id: RequestId, *, json: bool) -> SseStream:
         """Register the stream that will carry the answer to ``request_id``."""
         stream = SseStream(str(next(self._ids)), request_id, json=json)
-        self._prune()
+        _prune(self)
         if not json:
             self.streams[stream.stream_id] = stream
         self.by_request[request_id] = stream
+        self.opened.append(stream)
         return stream
-
-    def _prune(self) -> None:
-        # Keep the latest ended streams (for resumes) and every live one.
-        ended = [s for s in self.streams.values() if s.ended and s.stream_id != STANDALONE]
-        for stream in ended[: max(0, len(ended) - MAX_ENDED_STREAMS)]:
-            del self.streams[stream.stream_id]
-        for request_id, stream in list(self.by_request.items()):
-            if stream.ended and stream.stream_id not in self.streams:
-                del self.by_request[request_id]
-        for token, stream in list(self.by_progress_token.items()):
-            if stream.ended:
-                del self.by_progress_token[token]
 
     def close_connection(self, request_id: RequestId) -> bool:
         """Close the connection carrying ``request_id``'s stream, not the stream itself.
@@ -388,3 +379,37 @@ def _stream_for(self: HttpSession, msg: Message) -> SseStream | None:
     if stream is not None and not stream.ended and not stream.json:
         return stream
     return self.standalone
+
+
+def _prune(self: HttpSession) -> None:
+    """Keep the latest :data:`MAX_ENDED_STREAMS` ended streams (for resumes) and every live one.
+
+    An ended stream no longer in ``streams`` (a JSON answer's; one pushed
+    out) leaves ``by_request`` too. Only the streams open at the last prune
+    are looked at (the requests in flight), and the oldest ended ones first:
+    a session that keeps its 64 ended streams pays for one, not for 64.
+    """
+    streams, by_request = self.streams, self.by_request
+    still_open = []
+    for stream in self.opened:
+        if not stream.ended:
+            still_open.append(stream)
+        elif stream.json and by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
+            del by_request[stream.request_id]  # type: ignore[arg-type]
+    self.opened = still_open
+    live = sum(1 for stream in still_open if not stream.json)
+    excess = len(streams) - 1 - live - MAX_ENDED_STREAMS  # ended ones beyond the bound
+    if excess > 0:
+        doomed = []
+        for stream in streams.values():  # oldest first
+            if stream.ended and stream.stream_id != STANDALONE:
+                doomed.append(stream)
+                if len(doomed) == excess:
+                    break
+        for stream in doomed:
+            del streams[stream.stream_id]
+            if by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
+                del by_request[stream.request_id]  # type: ignore[arg-type]
+    for token, stream in list(self.by_progress_token.items()):
+        if stream.ended:
+            del self.by_progress_token[token]

@@ -41,7 +41,9 @@ _JSON: Final = [(b"content-type", b"application/json")]
 def header_values(scope: Scope, name: str) -> list[str]:
     """Every value of header ``name`` (lower case) in an ASGI scope."""
     key = name.encode("ascii")
-    return [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == key]
+    size = len(key)  # most names differ in length: no lower() for them
+    return [v.decode("latin-1") for k, v in scope.get("headers", ())
+            if len(k) == size and k.lower() == key]
 
 
 def header(scope: Scope, name: str) -> str | None:

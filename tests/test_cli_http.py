@@ -180,7 +180,7 @@ def test_cli_examples_serve_over_http_with_a_token(example: str) -> None:
 @pytest.mark.parametrize("example", ["task_server", "everything_server"])
 def test_cli_examples_refuse_bad_flags(example: str) -> None:
     script = str(EXAMPLES / f"{example}.py")
-    for args, message in ((["--store", "postgres://x"], "--store: "),
+    for args, message in ((["--store", "mysql://x"], "--store: "),
                           (["--token", "t"], "--token applies to --ws or --http"),
                           (["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"], "not allowed"),
                           (["--http", "127.0.0.1"], "wants HOST:PORT")):
@@ -215,7 +215,7 @@ def run_cli_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_serve_example_refuses_a_bad_store_and_address() -> None:
-    store = run_cli("serve-example", "--store", "postgres://localhost/0")
+    store = run_cli("serve-example", "--store", "mysql://localhost/0")
     assert store.returncode == 2
     assert one_line_error(store).startswith("trio-mcp: --store: unsupported task store URL")
     address = run_cli("serve-example", "--http", "nowhere")

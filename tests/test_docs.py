@@ -259,3 +259,25 @@ def test_docs_readme_links_into_the_site_exist() -> None:
     links = re.findall(r"\]\((docs/[^)#]+)", readme)
     missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, missing
+
+
+def readme_shows_durable_tasks(readme: str) -> list[str]:
+    """What the README's durable-task walk-through lacks (issue 27): an App of your own with a
+    store, served with tokens, its task fetched with ``trio-mcp tasks ... result``, and the
+    options of ``app.run``."""
+    python = "\n".join(re.findall(r"```python\n(.*?)```", readme, re.DOTALL))
+    shell = "\n".join(re.findall(r"```sh\n(.*?)```", readme, re.DOTALL))
+    wanted = {
+        "an App with a durable store": r'App\([^)]*store="sqlite:///',
+        "app.run over HTTP with tokens": r'app\.run\("http",[^)]*tokens=',
+    }
+    missing = [what for what, pattern in wanted.items() if not re.search(pattern, python)]
+    if not re.search(r"trio-mcp tasks --http \S+ --token \S+ result", shell):
+        missing.append("trio-mcp tasks ... result")
+    if "app.run(transport=" not in readme or "**options" not in readme:
+        missing.append("app.run's options")
+    return missing
+
+
+def test_docs_readme_shows_durable_tasks_in_your_own_app() -> None:
+    assert readme_shows_durable_tasks((ROOT / "README.md").read_text()) == []

@@ -37,13 +37,14 @@ from . import _postgres_sql as pg
 from ._codec import outcome_from_json, outcome_to_json
 from ._postgres_cache import TerminalCache
 from ._postgres_conn import PgPool, Row, conninfo_with_timeouts, parse_url, rows, run_blocking
-from ._postgres_loops import listen, repeat
+from ._postgres_loops import listen
 from ._shared import (
     LEASE_LOST_MESSAGE,
     CapReached,
     InputAnswer,
     InputItem,
     StoreEvents,
+    repeat,
     store_unavailable,
 )
 from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry

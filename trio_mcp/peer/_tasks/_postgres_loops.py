@@ -5,14 +5,13 @@
   ``consume_input``/``notifies``): a hint costs no thread hop. It connects again
   with backoff when the server goes away (and then drops the pool's idle
   connections, which died with it).
-* :func:`repeat`: a periodic job (lease, sweep, purge) that logs an outage once.
+* (the periodic jobs, lease, sweep and purge, run under :func:`._shared.repeat`).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import psycopg
@@ -102,21 +101,3 @@ async def _receive(owner: object, conn: psycopg.Connection[Any], events: StoreEv
             except Exception:
                 log.exception("%r: on_hint(%r, %r) failed", owner, kind, task_id)
 
-
-async def repeat(
-    owner: object, what: str, period: float, job: Callable[[], Awaitable[object]]
-) -> None:
-    """Run ``job`` now and then every ``period`` seconds; log failures once per outage."""
-    failing = False
-    while True:
-        try:
-            await job()
-        except Exception as exc:
-            if not failing:
-                log.warning("%r: could not %s: %s", owner, what, exc)
-            failing = True
-        else:
-            if failing:
-                log.warning("%r: could %s again", owner, what)
-            failing = False
-        await trio.sleep(period)

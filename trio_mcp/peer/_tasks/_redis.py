@@ -58,7 +58,6 @@ from ._redis_loops import (
     hold_client,
     listen,
     parse_url,
-    repeat,
     unavailable_reason,
 )
 from ._shared import (
@@ -68,6 +67,7 @@ from ._shared import (
     InputItem,
     SharedTaskStore,
     StoreEvents,
+    repeat,
     store_unavailable,
 )
 from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry

@@ -5,9 +5,8 @@
   task group must start and end in one task), so the store can be opened and
   closed from any task;
 * :func:`listen`: the pub/sub subscription to the hints channel, reconnected
-  with backoff whenever Redis goes away;
-* :func:`repeat`: a periodic job (lease renewal, sweep) that logs an outage once
-  instead of crashing;
+  with backoff whenever Redis goes away instead of crashing (the periodic jobs
+  run under :func:`._shared.repeat`);
 
 and the two helpers that read what the store is given: :func:`parse_url` (the store
 URL) and :func:`unavailable_reason` (which errors mean "Redis cannot serve now").
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -26,6 +24,8 @@ import coredis
 import trio
 from coredis.exceptions import ConnectionError as RedisConnectionError
 from coredis.exceptions import ReadOnlyError, ResponseError
+
+from ._shared import brief_error
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -110,7 +110,9 @@ async def listen(
         except Exception as exc:
             if lost_since is None:
                 lost_since = trio.current_time()
-                log.warning("%r: hint subscription lost (%s); reconnecting", owner, _brief(exc))
+                log.warning(
+                    "%r: hint subscription lost (%s); reconnecting", owner, brief_error(exc)
+                )
         if not started:
             started = True
             task_status.started()
@@ -118,29 +120,6 @@ async def listen(
         delay = min(delay * 2, BACKOFF_MAX)
 
 
-async def repeat(
-    owner: object, what: str, period: float, job: Callable[[], Awaitable[object]]
-) -> None:
-    """Run ``job`` now and then every ``period`` seconds; log failures once per outage."""
-    failing = False
-    while True:
-        try:
-            await job()
-        except Exception as exc:
-            if not failing:
-                log.warning("%r: could not %s: %s", owner, what, _brief(exc))
-            failing = True
-        else:
-            if failing:
-                log.warning("%r: could %s again", owner, what)
-            failing = False
-        await trio.sleep(period)
-
-
-def _brief(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
 
 
 _BUSY_REPLIES: Final = frozenset(

@@ -16,7 +16,8 @@ reached the store first, on every process.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Final, Protocol, final, runtime_checkable
 
 import attrs
@@ -24,6 +25,8 @@ import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
 from ._store import TaskRecord
+
+_log = logging.getLogger("trio_mcp.tasks")
 
 #: Status message of a task whose process stopped renewing its lease.
 LEASE_LOST_MESSAGE: Final = (
@@ -223,3 +226,33 @@ class InputRelay(Protocol):
         """A pulled question (2026-07-28): queued in the store for any process's
         ``tasks/get``; answered by ``tasks/update`` here or in any process."""
         ...
+
+
+async def repeat(
+    owner: object, what: str, period: float, job: Callable[[], Awaitable[object]]
+) -> None:
+    """Run ``job`` now and then every ``period`` seconds; log failures once per outage.
+
+    A shared store's periodic jobs (lease renewal, the sweep of dead processes, the
+    purge of expired records) run under this, in the store's :meth:`run`.
+    """
+    failing = False
+    while True:
+        try:
+            await job()
+        except Exception as exc:
+            if not failing:
+                _log.warning("%r: could not %s: %s", owner, what, brief_error(exc))
+            failing = True
+        else:
+            if failing:
+                _log.warning("%r: could %s again", owner, what)
+            failing = False
+        await trio.sleep(period)
+
+
+def brief_error(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, unwrapping groups of one (for one-line logs)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

@@ -13,8 +13,7 @@ import math
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,10 +28,13 @@ from trio_mcp.peer._tasks._shared import (
     InputItem,
     SharedTaskStore,
 )
-from trio_mcp.peer._tasks._store import TaskRecord, now_iso
+from trio_mcp.peer._tasks._store import now_iso
 
 from .helpers import EXAMPLES, ROOT
 from .postgres_server import PostgresServer, require_postgres
+from .shared_store_support import Hints
+from .shared_store_support import opened as opened_store
+from .shared_store_support import record as _record
 
 
 def _store(url: str, **kwargs: Any) -> Any:
@@ -41,47 +43,9 @@ def _store(url: str, **kwargs: Any) -> Any:
     return PostgresTaskStore(url, **kwargs)
 
 
-def _record(task_id: str, owner: str = "alice", *, ttl: int | None = 60_000) -> TaskRecord:
-    now = now_iso()
-    deadline = math.inf if ttl is None else trio.current_time() + ttl / 1000
-    return TaskRecord(
-        task_id=task_id, owner=owner, seq=0, method="tools/call", status=TaskStatus.WORKING,
-        created_at=now, last_updated_at=now, ttl=ttl, poll_interval=250, deadline=deadline,
-    )  # fmt: skip
-
-
-class Hints:
-    """A StoreEvents that records hints and lets a test wait for one."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, str]] = []
-        self._changed = trio.Event()
-
-    def on_hint(self, kind: str, task_id: str) -> None:
-        self.got.append((kind, task_id))
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_for(self, hint: tuple[str, str], timeout: float = 5.0) -> None:
-        with trio.fail_after(timeout):
-            while hint not in self.got:
-                await self._changed.wait()
-
-
-@asynccontextmanager
-async def opened(url: str, *, run: bool = True, **kwargs: Any) -> AsyncIterator[tuple[Any, Hints]]:
+def opened(url: str, *, run: bool = True, **kwargs: Any) -> Any:
     """An open store (with its background run unless ``run=False``) and its hints."""
-    store = _store(url, **kwargs)
-    hints = Hints()
-    await store.open()
-    try:
-        async with trio.open_nursery() as nursery:
-            if run:
-                await nursery.start(store.run, hints)
-            yield store, hints
-            nursery.cancel_scope.cancel()
-    finally:
-        await store.aclose()
+    return opened_store(_store(url, **kwargs), run=run)
 
 
 def _sql(url: str, query: str, *args: Any) -> list[Any]:

@@ -59,7 +59,7 @@ class ModernRequest:
         method: The request's method.
         protocol_version: ``io.modelcontextprotocol/protocolVersion``.
         client_capabilities: ``io.modelcontextprotocol/clientCapabilities``.
-        client_info: ``io.modelcontextprotocol/clientInfo``, if it was well formed.
+        client_info: ``io.modelcontextprotocol/clientInfo`` (None when absent).
         log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
         round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``),
             set by the dialect once the request's answers are read.

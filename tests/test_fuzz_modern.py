@@ -1056,7 +1056,11 @@ def apply_plan(headers: dict[str, str], plan: list[tuple[Any, ...]], method: Any
             items = [*without("Content-Type"), (b"Content-Type", step[1].encode())]
         elif what == "oversize":
             kinds.add("oversize")
-    # Accept and Content-Type as they ended up (a later step may undo an earlier one).
+    # Mcp-Method, Accept and Content-Type as they ended up (a later step may undo an
+    # earlier one: a "set" back to the right method after "method-wrong").
+    methods = [v for k, v in items if k.lower() == b"mcp-method"]
+    if isinstance(method, str) and methods == [method.encode("ascii", "replace")]:
+        kinds.discard("method-wrong")
     kinds -= {"accept", "content-type"}
     accepts = [v.decode("latin-1") for k, v in items if k.lower() == b"accept"]
     listed = {a.split(";")[0].strip().lower() for v in accepts for a in v.split(",")}

@@ -259,8 +259,9 @@ def test_later_round_answer_is_not_used(everything: Server) -> None:
     assert text(done) == "Multi-round complete for Alice who likes green"
 
 
-def test_no_state_answers_are_not_used_on_prompts_and_resources(everything: Server) -> None:
-    """The same rule on the other MRTR methods: ``prompts/get`` of
+def test_no_state_answers_are_not_used_on_prompts(everything: Server) -> None:
+    """The same rule on ``prompts/get`` (no example resource asks: ``resources/read`` shares
+    the code path, ``_modern._begin``): ``prompts/get`` of
     ``test_input_required_result_prompt`` pre-answered without a state asks its question."""
     first = everything.result("prompts/get", {
         "name": "test_input_required_result_prompt",

@@ -138,7 +138,7 @@ def test_cli_http_tasks_outlive_the_session_that_made_them(http_url: str) -> Non
     assert task_id in [task["taskId"] for task in listed["tasks"]]
     status, task = tasks_cli("--http", http_url, "get", task_id)
     assert (status, task["status"]) == (0, "failed")
-    status, result = tasks_cli("--http", http_url, "result", task_id)
+    status, result = tasks_cli("--http", http_url, "result", task_id, "--json")
     assert (status, result["content"][0]["text"]) == (1, "kept")
     status, message = tasks_cli("--http", http_url, "cancel", task_id)
     assert status == 2
@@ -261,7 +261,7 @@ async def test_cli_tasks_survive_a_sigkill_with_a_sqlite_store(
     with serving(argv, scheme) as (url, _):
         status, task = tasks_cli(option, url, "get", finished)
         assert (status, task["status"]) == (0, "failed")
-        status, result = tasks_cli(option, url, "result", finished)
+        status, result = tasks_cli(option, url, "result", finished, "--json")
         assert (status, result["content"][0]["text"]) == (1, "kept on disk")
         status, task = tasks_cli(option, url, "get", running)
         assert (status, task["status"]) == (0, "failed")

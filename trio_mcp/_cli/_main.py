@@ -39,7 +39,7 @@ from .._errors import (
 from .._util import quiet_interrupted_coroutines
 from ..peer._messages import LOGGING_LEVELS
 from ..transports._client import INIT_TIMEOUT, is_interrupt
-from ..transports._failures import endpoint_hint
+from ..transports._failures import body_text, endpoint_hint
 from ._commands import (
     EXAMPLE_SERVER,
     run_call,
@@ -184,6 +184,12 @@ def _task_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task_id", metavar="ID", help="the task's id")
 
 
+def _task_result(parser: argparse.ArgumentParser) -> None:
+    _task_id(parser)
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the raw CallToolResult as JSON on stdout, nothing else")
+
+
 def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the raw result as JSON")
@@ -303,11 +309,13 @@ def build_parser() -> argparse.ArgumentParser:
             ("list", "every task of this client (tasks/list; not in 2026-07-28)", _no_arguments),
             ("get", "a task's state (tasks/get; in 2026-07-28 with its result or error)",
              _task_id),
-            ("result", "wait for a task's result (tasks/result; not in 2026-07-28)", _task_id),
+            ("result", "wait for a task's result and print it as call does (tasks/result; "
+                       "in 2026-07-28 by following it with tasks/get)", _task_result),
             ("cancel", "cancel a task (tasks/cancel)", _task_id),
         ],
         help="list, inspect, fetch or cancel a server's tasks",
-        description="Inspect the tasks a server holds for this client, printing JSON. Most "
+        description="Inspect the tasks a server holds for this client, printing JSON (result "
+                    "prints the result as call does). Most "
                     "useful over --ws or --http with --token, where tasks outlive the "
                     "connection. The options may come before or after the action.",
     )
@@ -434,6 +442,10 @@ def describe_error(exc: BaseException) -> str | None:
                 hint = " (a missing or unknown --token?)"
             elif status == 404 and (endpoint := endpoint_hint(url)) is not None:
                 hint = f" (is the path right? trio-mcp serves {endpoint})"
+            elif isinstance(exc, trio_websocket.ConnectionRejected):
+                hint = body_text(exc.body)
+                if "Streamable HTTP" in hint:  # our HTTP server, asked for a WebSocket
+                    hint += f" (connect with --http {'http' + url.removeprefix('ws')})"
             return f"the server refused the {kind} connection: HTTP {status}{hint}"
         case ConnectionFailed(url=str() as url) if url.startswith(("ws", "http")):
             return str(exc)  # cannot connect to URL: why

@@ -83,6 +83,11 @@ class HttpPosts:
                     return
                 try:
                     await self._handle(msg, response, True, None)
+                except httpx.HTTPError as exc:
+                    # The answer broke off (the server went away mid-body).
+                    log.debug("reading the answer from %s failed: %s", self.url, exc)
+                    if request_id is not None:
+                        await self._fail(request_id, f"{POST_FAILED}: {exc}")
                 finally:
                     with trio.CancelScope(shield=True):
                         await response.aclose()

@@ -124,11 +124,22 @@ class RequestContext:
         requestor's open connection (the task may outlive the request's).
         Progress values should increase; this is the caller's duty.
 
+        In a 2026-07-28 task (the tasks extension has no progress
+        notifications) the progress becomes the task's ``statusMessage``,
+        which ``tasks/get`` shows to whoever polls it (token or not):
+        ``message`` when given, else ``"progress/total"`` (or ``"progress"``);
+        a trio-mcp client's ``progress=`` callback is called with it (see
+        :meth:`Peer.call_tool_task`).
+
         Cancellation: safe to cancel; the notification may or may not go.
         """
+        if self._task is not None and self._task.pulled is not None:
+            self._task.registry.note(self._task, progress_text(progress, total, message))
+            await trio.lowlevel.checkpoint()
+            return
         token = self.progress_token
-        if token is None or (self._task is not None and self._task.pulled is not None):
-            return  # (the tasks extension has no progress on tasks)
+        if token is None:
+            return
         params = to_wire(ProgressParams(token, progress, total, message))
         if self._task is None:
             # Sent in line, so it always precedes the request's response.
@@ -340,3 +351,10 @@ class RequestContext:
     ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
         """Ask several questions at once (``None``: the roots); see :func:`~._questions.ask_all`."""
         return await ask_all(self, questions)
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """A progress report as a task's ``statusMessage`` (2026-07-28)."""
+    if message:
+        return message
+    return f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"

@@ -37,6 +37,10 @@ class ActorHost(Protocol):
         """Record the outcome and move the task to its terminal status."""
         ...
 
+    def note(self, actor: TaskActor, message: str) -> bool:
+        """Set a live task's ``statusMessage`` (no status change); False if ignored."""
+        ...
+
     def release(self, actor: TaskActor) -> None:
         """The actor has ended: forget it (its record stays in the store)."""
         ...

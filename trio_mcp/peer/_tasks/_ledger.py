@@ -133,6 +133,22 @@ class TaskLedger:
             actor.mark_done()
         return True
 
+    def note(self, actor: TaskActor, message: str) -> bool:
+        """Set a live task's ``statusMessage`` without a status change (its progress, in
+        2026-07-28, where tasks have no progress notifications); False if ignored (the
+        task is terminal or gone, or the message is the same)."""
+        record = actor.record
+        if (self._actors.get(record.task_id) is not actor or record.status.is_terminal
+                or record.status_message == message):
+            return False
+        record.status_message = message
+        record.last_updated_at = now_iso()
+        self.store.update(record)
+        if self.mirror is not None:
+            self.mirror.written(record)
+        self._notify_observers(record)
+        return True
+
     def _notify_observers(self, record: TaskRecord) -> None:
         for observer in self.observers:
             try:

@@ -115,3 +115,18 @@ async def test_error_a_websocket_client_at_the_http_server_is_told_so() -> None:
     assert str(info.value) == (
         f"the server refused the WebSocket connection to {ws_url}: HTTP 400: this is a "
         "Streamable HTTP MCP endpoint, not a WebSocket one: POST to /mcp over HTTP")
+
+
+# --- smaller (finding 9) -------------------------------------------------------------------------
+
+
+def test_require_scopes_documents_and_names_its_kinds() -> None:
+    doc = trio_mcp.App.require_scopes.__doc__ or ""
+    for kind, names in (("tool", "name"), ("resource", "URI"), ("template", "URI template"),
+                        ("prompt", "name")):
+        assert f'``"{kind}"``' in doc and names in doc
+    app = trio_mcp.App("scoped")
+    with pytest.raises(ValueError) as info:
+        app.require_scopes("resources", "test://x", ["read"])
+    assert str(info.value) == (
+        "unknown kind 'resources': one of 'tool', 'resource', 'template', 'prompt'")

@@ -120,9 +120,7 @@ class Tracing:
         self.polling = trace_task_polling
         self.propagate = propagate
         self.uri_names = resource_uri_in_span_name
-        #: Task id -> the span context of the request that created it (the newest
-        #: :data:`CREATORS_KEPT`): the trace its handle's ``tasks/*`` requests join.
-        self._creators: OrderedDict[str, Any] = OrderedDict()
+        self.creators = TaskCreators()
         #: Per connection (session): transport, session id, protocol version.
         self._facts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
@@ -233,19 +231,8 @@ class Tracing:
             client_span.reset(span_token)
             otel_context.detach(token)
         quietly(call.finish_result, result)
-        quietly(partial(self._remember_creator, call.span), result)
+        quietly(partial(self.creators.remember, call.span), result)
         return result
-
-    def _remember_creator(self, span: Any, result: Any) -> None:
-        """A request answered with a task (2025-11-25's ``CreateTaskResult``, the extension's
-        ``resultType: "task"``): its span is where the task's ``tasks/*`` requests go."""
-        task_id = created_task_id(result)
-        if task_id is None:
-            return
-        self._creators[task_id] = span.get_span_context()
-        self._creators.move_to_end(task_id)
-        while len(self._creators) > CREATORS_KEPT:
-            self._creators.popitem(last=False)
 
     def _start_client(
         self, session: Any, method: str, params: dict[str, Any] | None
@@ -253,7 +240,7 @@ class Tracing:
         """The client span of a request, the context with it current, the params to send."""
         meta = params.get("_meta") if params is not None else None
         name, attributes = self._describe(session, method, params, meta)
-        parent, links = self._task_parent(method, params, otel_context.get_current())
+        parent, links = self.creators.parent(method, params, otel_context.get_current())
         span = self.tracer.start_span(
             name, parent, SpanKind.CLIENT, attributes, links, record_exception=False,
         )
@@ -266,22 +253,6 @@ class Tracing:
                 params = {**(params or {}), "_meta": {**base, **carrier}}
         call = Call(self, session, span, self.client_duration, method, attributes, None)
         return call, context, params
-
-    def _task_parent(
-        self, method: str, params: dict[str, Any] | None, parent: Any
-    ) -> tuple[Any, list[Link] | None]:
-        """Where a ``tasks/*`` request about a task this process created goes: under the
-        creating request's span (one trace per task, however many polls), or, when the
-        caller has a span of its own current, under that one with a link to the creator."""
-        if method not in _TASK_METHODS or not params or not self._creators:
-            return parent, None
-        task_id = params.get("taskId")
-        creator = self._creators.get(task_id) if isinstance(task_id, str) else None
-        if creator is None:
-            return parent, None
-        if trace.get_current_span(parent).get_span_context().is_valid:
-            return parent, [Link(creator, {"mcp.task.link": "created_by"})]
-        return trace.set_span_in_context(NonRecordingSpan(creator), parent), None
 
     # --- tasks ---------------------------------------------------------------------------
 
@@ -380,6 +351,41 @@ class Tracing:
         facts = self._facts.get(session)
         if facts is not None:
             facts["mcp.protocol.version"] = version
+
+
+class TaskCreators:
+    """The requests (their ``CLIENT`` spans) that created tasks, by task id: the trace that
+    a handle's ``tasks/*`` requests about one of them join (the newest :data:`CREATORS_KEPT`)."""
+
+    def __init__(self) -> None:
+        self._spans: OrderedDict[str, Any] = OrderedDict()
+
+    def remember(self, span: Any, result: Any) -> None:
+        """A request answered with a task (2025-11-25's ``CreateTaskResult``, the extension's
+        ``resultType: "task"``): its span is where the task's ``tasks/*`` requests go."""
+        task_id = created_task_id(result)
+        if task_id is None:
+            return
+        self._spans[task_id] = span.get_span_context()
+        self._spans.move_to_end(task_id)
+        while len(self._spans) > CREATORS_KEPT:
+            self._spans.popitem(last=False)
+
+    def parent(
+        self, method: str, params: dict[str, Any] | None, parent: Any
+    ) -> tuple[Any, list[Link] | None]:
+        """Where a ``tasks/*`` request about a task this process created goes: under the
+        creating request's span (one trace per task, however many polls), or, when the
+        caller has a span of its own current, under that one with a link to the creator."""
+        if method not in _TASK_METHODS or not params or not self._spans:
+            return parent, None
+        task_id = params.get("taskId")
+        creator = self._spans.get(task_id) if isinstance(task_id, str) else None
+        if creator is None:
+            return parent, None
+        if trace.get_current_span(parent).get_span_context().is_valid:
+            return parent, [Link(creator, {"mcp.task.link": "created_by"})]
+        return trace.set_span_in_context(NonRecordingSpan(creator), parent), None
 
 
 def created_task_id(result: Any) -> str | None:

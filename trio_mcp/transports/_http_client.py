@@ -204,12 +204,7 @@ class _HttpClientTransport(HttpPosts):
                 await self._fail(request_id, f"{POST_FAILED}: {exc}")
             return
         try:
-            await self._handle(msg, response, retried, session_id)
-        except httpx.HTTPError as exc:
-            # The answer broke off (the server went away mid-body): as a failed POST.
-            log.debug("reading the answer from %s failed: %s", self.url, exc)
-            if request_id is not None:
-                await self._fail(request_id, f"{POST_FAILED}: {exc}")
+            await self._answered(msg, response, retried, session_id)
         finally:
             await response.aclose()
             if request_id is not None and not retried:

@@ -82,12 +82,7 @@ class HttpPosts:
                         await self._fail(request_id, f"{POST_FAILED}: {exc}")
                     return
                 try:
-                    await self._handle(msg, response, True, None)
-                except httpx.HTTPError as exc:
-                    # The answer broke off (the server went away mid-body).
-                    log.debug("reading the answer from %s failed: %s", self.url, exc)
-                    if request_id is not None:
-                        await self._fail(request_id, f"{POST_FAILED}: {exc}")
+                    await self._answered(msg, response, True, None)
                 finally:
                     with trio.CancelScope(shield=True):
                         await response.aclose()
@@ -95,6 +90,18 @@ class HttpPosts:
                 if request_id is not None:
                     self._inflight.pop(request_id, None)
                     self._tool_lists.discard(request_id)
+
+    async def _answered(
+        self, msg: Message, response: httpx.Response, retried: bool, session_id: str | None
+    ) -> None:
+        """Handle the answer to a POST; one that breaks off (the server went away in the
+        middle of the body) fails its request as a POST that could not be made does."""
+        try:
+            await self._handle(msg, response, retried, session_id)
+        except httpx.HTTPError as exc:
+            log.debug("reading the answer from %s failed: %s", self.url, exc)
+            if isinstance(msg, Request):
+                await self._fail(msg.id, f"{POST_FAILED}: {exc}")
 
     async def _refused(self, msg: Message, response: httpx.Response) -> None:
         body = await response.aread()

@@ -118,25 +118,13 @@ class RequestContext:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the requestor gave a progress token.
-
-        Does nothing otherwise. For a task, the notification goes to the
-        requestor's open connection (the task may outlive the request's).
-        Progress values should increase; this is the caller's duty.
-
-        In a 2026-07-28 task (the tasks extension has no progress
-        notifications) the progress becomes the task's ``statusMessage``,
-        which ``tasks/get`` shows to whoever polls it (token or not):
-        ``message`` when given, else ``"progress/total"`` (or ``"progress"``);
-        a trio-mcp client's ``progress=`` callback is called with it (see
-        :meth:`Peer.call_tool_task`).
-
-        Cancellation: safe to cancel; the notification may or may not go.
+        """Send ``notifications/progress`` if the requestor gave a progress token (a task's
+        to its requestor's open connection); values should increase. A 2026-07-28 task (no
+        progress notifications there) shows it as its ``statusMessage`` instead: ``message``,
+        else ``"progress/total"``. Cancellation: safe; the progress may or may not go.
         """
         if self._task is not None and self._task.pulled is not None:
-            self._task.registry.note(self._task, progress_text(progress, total, message))
-            await trio.lowlevel.checkpoint()
-            return
+            return self._task.show_progress(progress_text(progress, total, message))
         token = self.progress_token
         if token is None:
             return

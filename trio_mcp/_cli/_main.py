@@ -78,7 +78,7 @@ DEMO_SECONDS: Final = 12
 EPILOG: Final = """\
 exit status: 0 success, 1 the tool or task reported an error,
              2 usage, protocol or connection error, or --timeout (one line on stderr),
-             130 interrupted (Ctrl-C)
+             130 interrupted (Ctrl-C), 143 terminated (SIGTERM) during call
 
 Run `trio-mcp COMMAND --help` for the options of each command.
 """
@@ -283,8 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "elicitation and the client-side tasks capability for both, so the "
                     "server may have it host those requests as tasks.",
         epilog="exit status: 0 success, 1 error result or failed task, "
-               "2 usage, protocol or connection error, or --timeout, 130 interrupted "
-               "(over --ws with --token a task keeps running: the message says how to "
+               "2 usage, protocol or connection error, or --timeout, 130 interrupted, "
+               "143 terminated by SIGTERM "
+               "(over --ws or --http a task keeps running: the message says how to "
                "fetch its result)",
     )
     call.add_argument("tool", metavar="TOOL", help="the tool's name")

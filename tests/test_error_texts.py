@@ -15,7 +15,7 @@ import pytest
 
 import trio_mcp
 
-from .http_support import TOKENS, serving
+from .http_support import TOKENS, Raw, http_client, messages_of, serving
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,18 +82,29 @@ async def test_error_a_missing_elicitation_handler_names_the_decorator_2026() ->
 
 async def test_error_a_2026_method_in_a_2025_session_gets_the_era_hint() -> None:
     """The reverse of a 2025-11-25 ``initialize`` sent as 2026-07-28 (which names both
-    eras): ``tasks/update`` and ``subscriptions/listen`` in a 2025-11-25 session."""
-    async with serving(_app()) as (url, _):
-        async with trio_mcp.open_http_client(url) as client:
-            for method, where in (("tasks/update", "tasks extension"),
-                                  ("subscriptions/listen", "MCP 2026-07-28")):
-                with pytest.raises(trio_mcp.RemoteError) as info:
-                    await client.request_raw(method, {"taskId": "x", "inputResponses": {}})
-                assert info.value.code == trio_mcp.METHOD_NOT_FOUND
-                assert info.value.message.startswith(f"Method not found: {method} (a method of ")
-                assert where in info.value.message
-                assert "this connection speaks MCP 2025-11-25" in info.value.message
-            assert (await client.call_tool("ask")).is_error  # still serving (no handler)
+    eras): ``tasks/update`` and ``subscriptions/listen`` in a 2025-11-25 session (sent raw:
+    they are not valid 2025-11-25 messages), and the session goes on serving."""
+    async with serving(_app()) as (url, _), http_client() as http:
+        raw = Raw(http, url)
+        await raw.initialize()
+        for number, (method, where) in enumerate(
+            (("tasks/update", "tasks extension"), ("subscriptions/listen", "MCP 2026-07-28")),
+            start=2,
+        ):
+            response = await raw.post(
+                {"jsonrpc": "2.0", "id": number, "method": method, "params": {"taskId": "x"}},
+                mcp_protocol_version="2025-11-25",
+            )
+            (answer,) = messages_of(response.content) if response.headers[
+                "content-type"].startswith("text/event-stream") else [response.json()]
+            error = answer["error"]
+            assert error["code"] == trio_mcp.METHOD_NOT_FOUND
+            assert error["message"].startswith(f"Method not found: {method} (a method of ")
+            assert where in error["message"]
+            assert "this connection speaks MCP 2025-11-25" in error["message"]
+        ping = await raw.post({"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                              mcp_protocol_version="2025-11-25")
+        assert ping.status_code == 200  # still serving
 
 
 async def test_error_a_trailing_slash_gets_the_mcp_path_hint() -> None:

@@ -187,7 +187,7 @@ def test_cli_http_2026_ctrl_c_without_token_gives_the_command_that_fetches_it(
     """2026-07-28 over HTTP has no session: a task made without a token is reached by its
     id alone, so the message gives the command, and that command prints the result."""
     proc = start_cli("call", "--era", "2026-07-28", "--http", open_url, "sleep", "--args",
-                     '{"seconds": 1}', "--task")
+                     '{"seconds": 3}', "--task")  # long enough to be interrupted
     task_id = read_until(proc, r"task ([0-9a-f]{32}) created").group(1)
     status, _, err = ctrl_c(proc)
     assert status == 130, err
@@ -197,7 +197,7 @@ def test_cli_http_2026_ctrl_c_without_token_gives_the_command_that_fetches_it(
         f"session (without --token its id is the key to it); see its state and result with: "
         f"{command}")
     fetched = run_cli(*command.split()[1:], "--quiet")
-    assert (fetched.returncode, fetched.stdout) == (0, "slept 1 seconds\n"), fetched.stderr
+    assert (fetched.returncode, fetched.stdout) == (0, "slept 3 seconds\n"), fetched.stderr
 
 
 def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str) -> None:

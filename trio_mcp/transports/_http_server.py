@@ -266,9 +266,12 @@ class StreamableHttpApp:
     # --- ASGI -------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The ASGI entry point (HTTP and lifespan scopes)."""
+        """The ASGI entry point (HTTP and lifespan scopes; a WebSocket one is refused)."""
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self._refuse_websocket(scope, receive, send)
             return
         if scope["type"] != "http":
             return
@@ -276,6 +279,21 @@ class StreamableHttpApp:
             await self._http(scope, receive, send)
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.debug("HTTP client went away: %r", group.exceptions)
+
+    async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake (a client given the wrong transport): HTTP 400 saying so
+        (the ASGI denial response where the server has it, else a close: 403)."""
+        await receive()  # websocket.connect
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = (f"this is a Streamable HTTP MCP endpoint, not a WebSocket one: POST to "
+                f"{self.path or '/'} over HTTP\n").encode()
+        await send({"type": "websocket.http.response.start", "status": 400, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "websocket.http.response.body", "body": body})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         async with trio.open_nursery() as nursery:

@@ -9,7 +9,7 @@ connect (as an MCP client); the role of each connection only decides who sends
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, Final, TypeVar, overload
 
 import attrs
 
@@ -44,6 +44,10 @@ from ._subscriptions import Listener
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
 ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitResult]]
+
+
+#: What :meth:`App.require_scopes` sets rules for (its ``kind``).
+SCOPE_KINDS: Final = ("tool", "resource", "template", "prompt")
 
 
 @attrs.define(eq=False)
@@ -266,16 +270,18 @@ class App(ServerOffers, ClientHandlers):
         return register
 
     def require_scopes(self, kind: str, name: str, scopes: Iterable[str] | None) -> None:
-        """Set the scopes a ``tool``, ``resource``, ``template`` or ``prompt`` needs.
+        """Set the scopes (all of them needed) of a tool, resource, template or prompt.
 
-        The decorators' ``scopes=`` call it; call it yourself to change them
-        later (an empty set removes the rule).
+        ``kind`` and ``name``: ``"tool"`` and its name, ``"resource"`` and its URI,
+        ``"template"`` and its URI template (also for the URIs it matches), ``"prompt"``
+        and its name. The decorators' ``scopes=`` call it; ``None`` or empty ``scopes``
+        remove the rule. (``tasks/*`` have the App's ``task_scopes``.)
 
         Raises:
             ValueError: An unknown kind, or a malformed scope.
         """
-        if kind not in ("tool", "resource", "template", "prompt"):
-            raise ValueError(f"unknown kind {kind!r}")
+        if kind not in SCOPE_KINDS:
+            raise ValueError(f"unknown kind {kind!r}: one of {', '.join(map(repr, SCOPE_KINDS))}")
         required = scope_set(scopes)
         if required:
             self.scope_rules[(kind, name)] = required

@@ -118,17 +118,16 @@ class RequestContext:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the requestor gave a progress token.
-
-        Does nothing otherwise. For a task, the notification goes to the
-        requestor's open connection (the task may outlive the request's).
-        Progress values should increase; this is the caller's duty.
-
-        Cancellation: safe to cancel; the notification may or may not go.
+        """Send ``notifications/progress`` if the requestor gave a progress token (a task's
+        to its requestor's open connection); values should increase. A 2026-07-28 task (no
+        progress notifications there) shows it as its ``statusMessage`` instead: ``message``,
+        else ``"progress/total"``. Cancellation: safe; the progress may or may not go.
         """
+        if self._task is not None and self._task.pulled is not None:
+            return self._task.show_progress(progress_text(progress, total, message))
         token = self.progress_token
-        if token is None or (self._task is not None and self._task.pulled is not None):
-            return  # (the tasks extension has no progress on tasks)
+        if token is None:
+            return
         params = to_wire(ProgressParams(token, progress, total, message))
         if self._task is None:
             # Sent in line, so it always precedes the request's response.
@@ -340,3 +339,10 @@ class RequestContext:
     ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
         """Ask several questions at once (``None``: the roots); see :func:`~._questions.ask_all`."""
         return await ask_all(self, questions)
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """A progress report as a task's ``statusMessage`` (2026-07-28)."""
+    if message:
+        return message
+    return f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"

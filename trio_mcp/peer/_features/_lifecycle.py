@@ -13,6 +13,7 @@ A server connection speaks both eras: until its era is chosen, the session's
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import trio
@@ -33,6 +34,12 @@ from ._modern import choose_era, discover
 
 #: Requests either side may send before the handshake is over.
 _BEFORE_HANDSHAKE = frozenset({"initialize", "ping", "server/discover"})
+#: Methods 2026-07-28 has and 2025-11-25 has not (a modern connection's dialect
+#: replaces these handlers): what a 2025-11-25 session answers says so.
+_MODERN_ONLY = {
+    "tasks/update": "MCP 2026-07-28's tasks extension (io.modelcontextprotocol/tasks)",
+    "subscriptions/listen": "MCP 2026-07-28",
+}
 _NOT_INITIALIZED = ErrorData(INVALID_REQUEST, "Invalid request: the session is not initialized yet")
 
 
@@ -54,6 +61,8 @@ class Lifecycle(PeerCore):
         session.request_handlers["server/discover"] = self._on_discover
         if self.role is Role.SERVER:
             session.route = self._choose_era
+            for method, where in _MODERN_ONLY.items():
+                session.request_handlers[method] = partial(_modern_only, where)
         session.notification_handlers["notifications/initialized"] = self._on_initialized
 
     def _admit(self, req: Request) -> ErrorData | None:
@@ -145,3 +154,13 @@ class Lifecycle(PeerCore):
             await self.request_raw("server/discover")
             return
         await self.session.request_raw("ping")
+
+
+async def _modern_only(where: str, req: Request) -> dict[str, Any]:
+    """A 2026-07-28 method in a 2025-11-25 connection: -32601 with the era hint."""
+    raise McpError(
+        METHOD_NOT_FOUND,
+        f"Method not found: {req.method} (a method of {where}; this connection speaks "
+        "MCP 2025-11-25, chosen by its initialize: a 2026-07-28 request carries its "
+        "protocolVersion in _meta, and over HTTP its MCP-Protocol-Version, without a session)",
+    )

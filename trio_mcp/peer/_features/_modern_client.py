@@ -75,6 +75,9 @@ _MODERN_ERRORS: Final = {
     MISSING_CLIENT_CAPABILITY: MissingClientCapability,
     UNSUPPORTED_PROTOCOL_VERSION: UnsupportedProtocolVersion,
 }
+#: Client capability -> the App decorator that declares it (by registering a handler).
+_HANDLERS: Final = {"sampling": "on_sampling", "elicitation": "on_elicitation",
+                    "roots": "on_roots"}
 #: Requests whose answer may be a task (the tasks extension: ``resultType: "task"``).
 TASK_RESULT_METHODS: Final = frozenset({"tools/call"})
 #: Answered by the client's own handlers when a server asks for input.
@@ -86,7 +89,15 @@ def typed_error(exc: RemoteError) -> RemoteError:
     kind = _MODERN_ERRORS.get(exc.code)
     if kind is None or isinstance(exc, kind):
         return exc
-    return kind(exc.code, exc.message, exc.data)
+    typed = kind(exc.code, exc.message, exc.data)
+    if isinstance(typed, MissingClientCapability):
+        # The server speaks of capabilities; a Python caller needs the handler
+        # that declares one (as 2025-11-25's message says).
+        handlers = [f"@app.{_HANDLERS[c]}" for c in typed.required if c in _HANDLERS]
+        if handlers:
+            typed = kind(exc.code, f"{exc.message}; this client declares it when its App "
+                                   f"registers {' and '.join(handlers)}", exc.data)
+    return typed
 
 
 def is_modern_error(exc: RemoteError) -> bool:

@@ -297,8 +297,15 @@ class Tools(PeerCore):
                 sent in 2026-07-28, where the server alone chooses it (the
                 task's ``ttl``).
             progress: Called (sync or ``async``) with progress for the whole
-                life of the task (2026-07-28: of the call only; a task there
-                sends no progress).
+                life of the task. **2026-07-28**: the tasks extension has no
+                progress notifications; while the handle follows the task
+                (iterating it, :meth:`TaskHandle.wait`, :meth:`TaskHandle.result`)
+                each new ``statusMessage`` of ``tasks/get`` is passed on as
+                ``ProgressParams(task_id, n, None, status_message)``: ``n``
+                counts the messages, the numbers of ``ctx.report_progress``
+                do not travel (a trio-mcp server shows its ``message``, else
+                ``"progress/total"``), and updates between two polls are
+                missed (at most one per ``pollInterval``).
 
         Raises:
             LocalUsageError: The server did not declare task support for
@@ -314,7 +321,7 @@ class Tools(PeerCore):
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
             raw = await self.request_raw("tools/call", params_wire, progress=progress)
-            return modern_handle(self, raw, CallToolResult)
+            return modern_handle(self, raw, CallToolResult, progress)
         if not task_capability(self.remote_server_capabilities, "tools/call"):
             raise LocalUsageError("the server did not declare tasks.requests.tools.call")
         tool = self._tool_cache.get(name)

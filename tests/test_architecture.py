@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from trio_mcp.peer._features import _catalog
-from trio_mcp.peer._features._peer import Peer
+from trio_mcp.peer._peer import Peer
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "trio_mcp"

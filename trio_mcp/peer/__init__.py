@@ -9,17 +9,17 @@ Transports and the CLI import from here; everything public is re-exported
 from :mod:`trio_mcp`.
 """
 
-from ._features import App as App
-from ._features import Peer as Peer
+from ._app import App as App
 from ._features import RequestContext as RequestContext
 from ._features import Role as Role
-from ._features import open_peer as open_peer
 from ._messages import Implementation as Implementation
 from ._messages import Incoming as Incoming
 from ._messages import Message as Message
 from ._messages import Undecodable as Undecodable
 from ._messages import decode_message as decode_message
 from ._messages import encode_for_wire as encode_for_wire
+from ._peer import Peer as Peer
+from ._peer import open_peer as open_peer
 from ._session import WAKE_WRITER as WAKE_WRITER
 from ._session import BusEnds as BusEnds
 from ._session import MessageBus as MessageBus

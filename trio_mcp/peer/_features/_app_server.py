@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
+from .._dialects._subscriptions import Listener, offer_all
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
 from .._signatures._signature import AsyncFunction, read_signature
 from ._base import PeerCore, Role
@@ -23,7 +24,6 @@ from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
 from ._resourcespec import ResourceSpec, TemplateSpec, compile_template
 from ._scopes import scope_set
-from ._subscriptions import Listener, offer_all
 
 F = TypeVar("F", bound=AsyncFunction)
 #: ``async def complete(value, context) -> list[str] | Completion``.

@@ -11,6 +11,7 @@ import trio
 
 from ..._errors import ConnectionClosed, LocalUsageError
 from ...auth import Identity
+from .._dialects._era import current_request
 from .._messages import (
     ClientCapabilities,
     CreateMessageParams,
@@ -30,7 +31,6 @@ from .._messages import (
 )
 from .._tasks import PulledInputs, TaskActor, TaskConnection
 from ._base import PeerCore
-from ._era import current_request
 from ._logging import Logging
 from ._questions import ask_all, ask_one
 from ._scopes import identity_of

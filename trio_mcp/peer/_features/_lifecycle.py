@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from ..._errors import INVALID_REQUEST, METHOD_NOT_FOUND, McpError, RemoteProtocolError
+from .._dialects._modern import choose_era, discover
 from .._messages import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -29,7 +30,6 @@ from .._messages import (
     from_wire,
 )
 from ._base import PeerCore, Role
-from ._modern import choose_era, discover
 
 #: Requests either side may send before the handshake is over.
 _BEFORE_HANDSHAKE = frozenset({"initialize", "ping", "server/discover"})

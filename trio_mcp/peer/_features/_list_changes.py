@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from .._dialects._subscriptions import offer_all
 from .._messages import Notification, to_wire
 from .._session import current_request_id
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
-from ._subscriptions import offer_all
 
 #: The lists that announce their changes, by notification method.
 LIST_CHANGED: Final = {

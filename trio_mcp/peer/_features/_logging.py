@@ -16,6 +16,7 @@ from typing import Any, Final
 import trio
 
 from ..._errors import INVALID_PARAMS, METHOD_NOT_FOUND, ConnectionClosed, LocalUsageError, McpError
+from .._dialects._era import current_request
 from .._messages import (
     LOGGING_LEVELS,
     EmptyResult,
@@ -28,7 +29,6 @@ from .._messages import (
 )
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
-from ._era import current_request
 from ._list_changes import ready
 
 log = logging.getLogger("trio_mcp.peer")

@@ -13,6 +13,8 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from ..._errors import LocalUsageError
+from .._dialects._era import ask, ask_many, check_declared, current_request, structure_answer
+from .._dialects._mrtr import CAPABILITY_OF
 from .._messages import (
     CreateMessageParams,
     CreateMessageResult,
@@ -26,8 +28,6 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskHandle
 from ._base import PeerCore
-from ._era import ask, ask_many, check_declared, current_request, structure_answer
-from ._mrtr import CAPABILITY_OF
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")

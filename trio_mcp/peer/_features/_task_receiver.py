@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ..._errors import METHOD_NOT_FOUND, McpError
+from .._dialects._era import current_request
 from .._messages import (
     ListTasksResult,
     PaginatedParams,
@@ -25,7 +26,6 @@ from .._messages import (
 from .._session import Reply
 from .._tasks import PulledInputs, TaskActor
 from ._base import AppView, PeerCore
-from ._era import current_request
 from ._scopes import check_task_scopes
 
 T = TypeVar("T")

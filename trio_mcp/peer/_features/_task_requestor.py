@@ -11,10 +11,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
+from .._dialects._modern_requestor import get_detailed, modern_handle, not_modern, reattach
 from .._messages import ListTasksResult, Notification, Task, TaskStatus, converter
 from .._tasks import TaskHandle
 from ._base import PeerCore
-from ._modern_requestor import get_detailed, modern_handle, not_modern, reattach
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")

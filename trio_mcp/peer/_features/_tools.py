@@ -18,6 +18,7 @@ from ..._errors import (
     McpError,
     RemoteError,
 )
+from .._dialects._modern_requestor import call_and_follow, modern_handle
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
     CallToolParams,
@@ -40,7 +41,6 @@ from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
-from ._modern_requestor import call_and_follow, modern_handle
 from ._scopes import check_scopes, rule, visible
 from ._task_receiver import accept_task, hosts
 

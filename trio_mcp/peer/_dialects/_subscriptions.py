@@ -24,9 +24,9 @@ import attrs
 import trio
 
 from ..._errors import INVALID_PARAMS, McpError
+from .._features._base import PeerCore
 from .._messages import META_SUBSCRIPTION_ID, Request, RequestId
 from .._tasks import TaskRecord
-from ._base import PeerCore
 from ._modern_tasks import detailed, require_tasks
 
 log = logging.getLogger("trio_mcp.peer")

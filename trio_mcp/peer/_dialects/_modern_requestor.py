@@ -34,10 +34,10 @@ from ..._errors import (
     TaskCancelled,
     TaskFailed,
 )
+from .._features._base import PeerCore
 from .._messages import META_SERVER_INFO, CallToolResult, Task, TaskStatus, converter
 from .._session import ProgressCallback
 from .._tasks import TaskHandle
-from ._base import PeerCore
 from ._modern_client import ModernClient
 
 log = logging.getLogger("trio_mcp.peer")

@@ -41,6 +41,7 @@ from ..._errors import (
     RemoteProtocolError,
     UnsupportedProtocolVersion,
 )
+from .._features._base import PeerCore
 from .._messages import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -57,7 +58,6 @@ from .._messages import (
     wire_object,
 )
 from .._session import ProgressCallback
-from ._base import PeerCore
 from ._modern_tasks import TASKS_EXTENSION
 
 log = logging.getLogger("trio_mcp.peer")

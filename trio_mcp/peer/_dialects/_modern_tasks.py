@@ -34,14 +34,14 @@ from ..._errors import (
     MISSING_CLIENT_CAPABILITY,
     McpError,
 )
+from .._features._base import PeerCore
+from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from .._tasks._shared import InputAnswer
-from ._base import PeerCore
 from ._era import ModernRequest, current_request
 from ._mrtr import InputRequired
-from ._scopes import check_task_scopes
 
 #: The extension's identifier.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"

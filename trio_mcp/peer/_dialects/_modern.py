@@ -34,6 +34,7 @@ from ..._errors import (
     INVALID_PARAMS,
     McpError,
 )
+from .._features._base import PeerCore
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
     META_SERVER_INFO,
@@ -44,7 +45,6 @@ from .._messages import (
     wire_object,
 )
 from .._session import ImmediateHandler, Reply, RequestHandler
-from ._base import PeerCore
 from ._era import (
     ModernRequest,
     RoundState,

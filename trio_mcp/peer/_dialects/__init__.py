@@ -1,0 +1,6 @@
+"""The dialects of the two MCP eras: how a request of each is read and answered.
+
+The features (:mod:`trio_mcp.peer._features`) and the task runtime are written
+once; the 2026-07-28 dialect lives here, at the edge, and the features import
+nothing from it.
+"""

@@ -15,10 +15,9 @@ import attrs
 
 from ._dialects._modern import CacheHint
 from ._dialects._mrtr import StateCodec, default_secret
-from ._dialects._subscriptions import Listener
 from ._features._app_client import ClientHandlers, RootsHandler
 from ._features._app_server import Completer, ServerOffers
-from ._features._base import PeerCore
+from ._features._base import ChangeListener, PeerCore
 from ._features._callbacks import Callbacks
 from ._features._catalog import declared_client_capabilities, declared_server_capabilities
 from ._features._context import RequestContext
@@ -124,7 +123,7 @@ class App(ServerOffers, ClientHandlers):
     connections: set[PeerCore] = attrs.field(factory=set, init=False, repr=False)
     registry: TaskRegistry = attrs.field(init=False)
     #: The open ``subscriptions/listen`` requests (2026-07-28) of every connection.
-    listeners: set[Listener] = attrs.field(factory=set, init=False, repr=False)
+    listeners: set[ChangeListener] = attrs.field(factory=set, init=False, repr=False)
     #: Signs and checks ``requestState`` (from :attr:`request_state_secret`).
     state_codec: StateCodec = attrs.field(init=False, repr=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)

@@ -18,7 +18,7 @@ import trio
 
 from .._util import interrupt_wins, unwrap_group
 from ._app import App
-from ._dialects._modern import become_modern
+from ._dialects._modern import become_modern, offer_both_eras
 from ._dialects._modern_client import choose_client_era
 from ._features._base import ANONYMOUS_CONTEXT, Role
 from ._features._catalog import FEATURES, install_features
@@ -86,6 +86,8 @@ class Peer(
         super().__init__(app, bus, role, client_info=client_info)
         self.era = era
         install_features(self)
+        if role is Role.SERVER:
+            offer_both_eras(self)  # the first request chooses (or the transport did)
         if role is Role.SERVER and era == MODERN_PROTOCOL_VERSION:
             if bus.context is None:
                 # A stateless request (Streamable HTTP) has no connection to bind

@@ -35,12 +35,13 @@ from ..._errors import (
     McpError,
 )
 from .._features._base import PeerCore
+from .._features._dialect import current_dialect
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from .._tasks._shared import InputAnswer
-from ._era import ModernRequest, current_request
+from ._era import ModernRequest
 from ._mrtr import InputRequired
 
 #: The extension's identifier.
@@ -67,8 +68,8 @@ def missing_extension() -> McpError:
 
 def require_tasks() -> ModernRequest:
     """The current modern request, which must declare the extension (else -32021)."""
-    modern = current_request.get()
-    if modern is None or not declares_tasks(modern):
+    modern = current_dialect.get()
+    if not isinstance(modern, ModernRequest) or not declares_tasks(modern):
         raise missing_extension()
     return modern
 
@@ -107,14 +108,14 @@ class Prelude:
     """A task's work running in its request until it starts the task (``task_prelude``).
 
     Attributes:
-        capabilities: The request's client capabilities (for the task's questions).
+        dialect: The request's (its questions, then the task's: ``task_questions``).
         outcome: ``"started"`` (``ctx.start_task()``), ``"input_required"``
             (a question the request did not answer) or ``"done"`` (the work
             ended first); None until then.
         need: The unanswered questions, for ``"input_required"``.
     """
 
-    capabilities: Any
+    dialect: ModernRequest
     outcome: str | None = None
     need: InputRequired | None = None
     settled: trio.Event = attrs.field(factory=trio.Event)
@@ -161,7 +162,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     actor = registry.running_actor(task_id)
     if actor is None:
         return created
-    prelude = actor.prelude = Prelude(modern.client_capabilities)
+    prelude = actor.prelude = Prelude(modern)
     actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
     actor.wrap_work(_in_prelude(prelude))
     actor.launch()  # in this context: the prelude's questions are the request's

@@ -194,8 +194,3 @@ def _own_tasks(peer: PeerCore, wanted: dict[str, Any]) -> set[str] | None:
             continue  # unknown, expired or foreign: not agreed (indistinguishable)
         own.add(task_id)
     return own
-
-
-def offer_all(listeners: set[Any], method: str, params: dict[str, Any] | None = None) -> int:
-    """Offer a notification to every listener; returns how many queued it."""
-    return sum(1 for listener in list(listeners) if listener.offer(method, params))

@@ -13,12 +13,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from .._dialects._subscriptions import Listener, offer_all
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
 from .._signatures._signature import AsyncFunction, read_signature
-from ._base import PeerCore, Role
+from ._base import ChangeListener, PeerCore, Role
 from ._context import RequestContext
-from ._list_changes import announce, broadcast, ready
+from ._list_changes import announce, broadcast, offer_all, ready
 from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
@@ -47,7 +46,7 @@ class ServerOffers:
     prompts: dict[str, PromptSpec]
     completers: dict[tuple[str, str, str], Completer]
     connections: set[PeerCore]
-    listeners: set[Listener]
+    listeners: set[ChangeListener]
     tools: dict[str, Any]
     scope_rules: dict[tuple[str, str], frozenset[str]]
     require_scopes: Callable[[str, str, Iterable[str] | None], None]  # (App's)

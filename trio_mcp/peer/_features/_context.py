@@ -11,7 +11,6 @@ import trio
 
 from ..._errors import ConnectionClosed, LocalUsageError
 from ...auth import Identity
-from .._dialects._era import current_request
 from .._messages import (
     ClientCapabilities,
     CreateMessageParams,
@@ -29,8 +28,9 @@ from .._messages import (
     related_task_meta,
     to_wire,
 )
-from .._tasks import PulledInputs, TaskActor, TaskConnection
+from .._tasks import TaskActor, TaskConnection
 from ._base import PeerCore
+from ._dialect import current_dialect
 from ._logging import Logging
 from ._questions import ask_all, ask_one
 from ._scopes import identity_of
@@ -96,17 +96,17 @@ class RequestContext:
     @property
     def era(self) -> str:
         """The protocol version of this request: ``"2026-07-28"`` or the session's 2025 one."""
-        modern = current_request.get()
-        if modern is not None:
-            return modern.protocol_version
+        dialect = current_dialect.get()
+        if dialect is not None:
+            return dialect.protocol_version
         return self.peer.protocol_version or "2025-11-25"
 
     @property
     def client_capabilities(self) -> ClientCapabilities | None:
         """The capabilities the client declared: the request's own in 2026-07-28."""
-        modern = current_request.get()
-        if modern is not None:
-            return modern.client_capabilities
+        dialect = current_dialect.get()
+        if dialect is not None:
+            return dialect.client_capabilities
         return self.peer.remote_client_capabilities
 
     @property
@@ -331,7 +331,7 @@ class RequestContext:
         """
         task = self._task
         if task is not None and task.prelude is not None and task.pulled is None:
-            task.pulled = PulledInputs(task.prelude.capabilities)
+            task.pulled = task.prelude.dialect.task_questions()
             task.prelude.settle("started")
         await trio.lowlevel.checkpoint()
 

@@ -5,10 +5,11 @@ Before the handshake is over, a server refuses every request but
 request but those (the session's gate). ``initialize`` cannot be cancelled.
 
 A server connection speaks both eras: until its era is chosen, the session's
-``route`` (:func:`~._modern.choose_era`) looks at each request first;
-``initialize`` keeps this module's 2025-11-25 path, a request with modern
-``_meta`` switches the connection to the 2026-07-28 dialect (``_modern``).
-``server/discover`` is answered in either state.
+``route`` looks at each request first; ``initialize`` keeps this module's
+2025-11-25 path, a request with modern ``_meta`` switches the connection to the
+2026-07-28 dialect. That switch and the server's ``server/discover`` (answered in
+either state) are the dialect's (``trio_mcp.peer._dialects._modern.offer_both_eras``),
+installed by :class:`~trio_mcp.Peer`; this feature imports no dialect.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 import trio
 
 from ..._errors import INVALID_REQUEST, METHOD_NOT_FOUND, McpError, RemoteProtocolError
-from .._dialects._modern import choose_era, discover
 from .._messages import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -51,9 +51,8 @@ class Lifecycle(PeerCore):
         session.admit = self._admit
         session.request_handlers["initialize"] = self._on_initialize
         session.request_handlers["ping"] = self._on_ping
+        # A server's is the dialect's, with the era switch (Peer installs both).
         session.request_handlers["server/discover"] = self._on_discover
-        if self.role is Role.SERVER:
-            session.route = self._choose_era
         session.notification_handlers["notifications/initialized"] = self._on_initialized
 
     def _admit(self, req: Request) -> ErrorData | None:
@@ -86,15 +85,10 @@ class Lifecycle(PeerCore):
             instructions=self.app.instructions,
         )
 
-    def _choose_era(self, req: Request) -> ErrorData | None:
-        return choose_era(self, req)
-
     async def _on_discover(self, req: Request) -> dict[str, Any]:
-        if self.role is not Role.SERVER:
-            raise McpError(
-                METHOD_NOT_FOUND, "Method not found: server/discover (this side is a client)"
-            )
-        return await discover(self, req)
+        raise McpError(
+            METHOD_NOT_FOUND, "Method not found: server/discover (this side is a client)"
+        )
 
     async def _on_ping(self, req: Request) -> dict[str, Any]:
         return {}

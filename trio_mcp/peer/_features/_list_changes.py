@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._dialects._subscriptions import offer_all
 from .._messages import Notification, to_wire
 from .._session import current_request_id
-from ._base import AppView, PeerCore, Role
+from ._base import AppView, ChangeListener, PeerCore, Role
 from ._callbacks import run_callback
 
 #: The lists that announce their changes, by notification method.
@@ -50,6 +49,13 @@ def announce(peers: Iterable[PeerCore], method: str, params: Any = None) -> int:
     finally:
         current_request_id.reset(token)
     return count
+
+
+def offer_all(
+    listeners: set[ChangeListener], method: str, params: dict[str, Any] | None = None
+) -> int:
+    """Offer a notification to every listener; returns how many queued it."""
+    return sum(1 for listener in list(listeners) if listener.offer(method, params))
 
 
 def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:

@@ -16,7 +16,6 @@ from typing import Any, Final
 import trio
 
 from ..._errors import INVALID_PARAMS, METHOD_NOT_FOUND, ConnectionClosed, LocalUsageError, McpError
-from .._dialects._era import current_request
 from .._messages import (
     LOGGING_LEVELS,
     EmptyResult,
@@ -29,6 +28,7 @@ from .._messages import (
 )
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
+from ._dialect import current_dialect
 from ._list_changes import ready
 
 log = logging.getLogger("trio_mcp.peer")
@@ -78,10 +78,10 @@ class Logging(PeerCore):
             ValueError: ``level`` is not an RFC 5424 level name.
         """
         rank = level_rank(level)
-        modern = current_request.get()
-        if modern is not None:
+        dialect = current_dialect.get()
+        if dialect is not None:
             # 2026-07-28: the request's own logLevel; none means no log messages.
-            return modern.log_level is not None and rank >= level_rank(modern.log_level)
+            return dialect.log_level is not None and rank >= level_rank(dialect.log_level)
         return self.log_level is None or rank >= level_rank(self.log_level)
 
     def _log_params(

@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ..._errors import METHOD_NOT_FOUND, McpError
-from .._dialects._era import current_request
 from .._messages import (
     ListTasksResult,
     PaginatedParams,
@@ -24,8 +23,9 @@ from .._messages import (
     task_id_param,
 )
 from .._session import Reply
-from .._tasks import PulledInputs, TaskActor
+from .._tasks import TaskActor
 from ._base import AppView, PeerCore
+from ._dialect import current_dialect
 from ._scopes import check_task_scopes
 
 T = TypeVar("T")
@@ -88,9 +88,9 @@ def _create(
 
 
 def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
-    modern = current_request.get()
-    if modern is not None:  # 2026-07-28: the requestor pulls the questions
-        actor.pulled = PulledInputs(modern.client_capabilities)
+    dialect = current_dialect.get()
+    if dialect is not None:  # 2026-07-28: the requestor pulls the questions
+        actor.pulled = dialect.task_questions()
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
     result: dict[str, Any] = {"task": actor.record.wire()}
     if result_meta is not None:

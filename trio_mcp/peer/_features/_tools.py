@@ -18,7 +18,6 @@ from ..._errors import (
     McpError,
     RemoteError,
 )
-from .._dialects._modern_requestor import call_and_follow, modern_handle
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
     CallToolParams,
@@ -251,7 +250,7 @@ class Tools(PeerCore):
         """
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
-            return await call_and_follow(self, params_wire, progress)
+            return await self.modern.call_tool(params_wire, progress)
         tool = self._tool_cache.get(name)
         if (
             tool is not None
@@ -314,7 +313,7 @@ class Tools(PeerCore):
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
             raw = await self.request_raw("tools/call", params_wire, progress=progress)
-            return modern_handle(self, raw, CallToolResult)
+            return self.modern.task_handle(raw, CallToolResult)
         if not task_capability(self.remote_server_capabilities, "tools/call"):
             raise LocalUsageError("the server did not declare tasks.requests.tools.call")
         tool = self._tool_cache.get(name)

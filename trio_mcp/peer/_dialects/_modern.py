@@ -281,7 +281,7 @@ def wrap(
         modern, params, prelude = _begin(peer, method, req)
         token = current_dialect.set(modern)
         try:
-            out = handler(Request(req.id, req.method, params))
+            out = handler(Request(req.id, req.method, params, dialect=modern))
         except InputRequired as need:
             assert modern.round is not None
             return input_required_result(peer, method, params, modern.round, need)

@@ -35,7 +35,6 @@ from ..._errors import (
     McpError,
 )
 from .._features._base import PeerCore
-from .._features._dialect import current_dialect
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
@@ -66,9 +65,9 @@ def missing_extension() -> McpError:
     )
 
 
-def require_tasks() -> ModernRequest:
-    """The current modern request, which must declare the extension (else -32021)."""
-    modern = current_dialect.get()
+def require_tasks(req: Request) -> ModernRequest:
+    """``req``'s modern fields, which must declare the extension (else -32021)."""
+    modern = req.dialect
     if not isinstance(modern, ModernRequest) or not declares_tasks(modern):
         raise missing_extension()
     return modern
@@ -271,7 +270,7 @@ async def _record(peer: PeerCore, task_id: str) -> TaskRecord:
 
 async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
-    require_tasks()
+    require_tasks(req)
     record = await _record(peer, _task_id(req))
     return detailed(record, peer.app.registry, await _queued(peer, record))
 
@@ -290,7 +289,7 @@ async def _queued(peer: PeerCore, record: TaskRecord) -> dict[str, dict[str, Any
 
 async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/update``: deliver ``inputResponses`` to the task's outstanding questions; ack."""
-    require_tasks()
+    require_tasks(req)
     task_id = _task_id(req)
     responses = (req.params or {}).get("inputResponses")
     if not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values()):
@@ -312,7 +311,7 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
 
 async def tasks_cancel(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/cancel``: cancel the task's actor (wherever it runs); ack, also when terminal."""
-    require_tasks()
+    require_tasks(req)
     task_id = _task_id(req)
     record = await _record(peer, task_id)
     if not record.status.is_terminal:

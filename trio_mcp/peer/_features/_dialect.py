@@ -5,8 +5,14 @@ capabilities and log level count, how a question is asked, how a task's
 questions travel), the feature asks the request's :class:`Dialect`; a
 2025-11-25 request has none (``None``: the connection's handshake holds what
 the request means). The 2026-07-28 dialect (``trio_mcp.peer._dialects``)
-implements the protocol and makes its value current while the request's
-handler runs; no feature imports it.
+implements the protocol and hands its value to the feature's handler on the
+request (``Request.dialect``, never on the wire); the handler passes it on to
+the :class:`~._context.RequestContext` and to a task's work. No feature
+imports the dialect.
+
+:data:`current_dialect` is only for what has no request in hand: a log
+message sent through Python ``logging`` or ``Peer.send_log_message`` while a
+2026-07-28 request's handler runs is weighed against that request's level.
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ class Dialect(Protocol):
         ...
 
 
-#: The dialect of the request being handled in this context (``None``: 2025-11-25).
+#: The dialect of the request being handled in this context (``None``: 2025-11-25),
+#: read only for log messages sent without a request context (see the module).
 current_dialect: contextvars.ContextVar[Dialect | None] = contextvars.ContextVar(
     "trio_mcp_dialect", default=None
 )

@@ -28,7 +28,7 @@ from .._messages import (
 )
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
-from ._dialect import current_dialect
+from ._dialect import Dialect, current_dialect
 from ._list_changes import ready
 
 log = logging.getLogger("trio_mcp.peer")
@@ -74,11 +74,22 @@ class Logging(PeerCore):
     def wants_log(self, level: str) -> bool:
         """Whether a message at ``level`` goes to this connection (server role).
 
+        A message sent from a 2026-07-28 request's handler (Python ``logging``
+        through :class:`McpLogHandler`, or :meth:`send_log_message`) is weighed
+        against that request's log level (:data:`~._dialect.current_dialect`).
+
+        Raises:
+            ValueError: ``level`` is not an RFC 5424 level name.
+        """
+        return self.wants_log_for(level, current_dialect.get())
+
+    def wants_log_for(self, level: str, dialect: Dialect | None) -> bool:
+        """Whether a message at ``level`` goes to this connection for a request of ``dialect``.
+
         Raises:
             ValueError: ``level`` is not an RFC 5424 level name.
         """
         rank = level_rank(level)
-        dialect = current_dialect.get()
         if dialect is not None:
             # 2026-07-28: the request's own logLevel; none means no log messages.
             return dialect.log_level is not None and rank >= level_rank(dialect.log_level)

@@ -28,7 +28,7 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskHandle
 from ._base import PeerCore
-from ._dialect import current_dialect, dialect_of
+from ._dialect import Dialect, dialect_of
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -38,6 +38,7 @@ class Asker(Protocol):
     """What these functions need of a ``RequestContext``."""
 
     _task: TaskActor | None
+    dialect: Dialect | None
 
     @property
     def peer(self) -> PeerCore:
@@ -79,7 +80,7 @@ async def ask_all(
     Cancellation: (2025-11-25) withdraws the questions still open.
     """
     pulled = ctx._task.pulled if ctx._task is not None else None
-    dialect = current_dialect.get()
+    dialect = ctx.dialect
     if pulled is None and dialect is not None:
         wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
         for key, question in questions.items():
@@ -147,7 +148,7 @@ async def ask_one(
         asked_by.check_question(method, params)
         raw, _ = await task.ask(method, params, key)
         return asked_by.structure_answer(key or method, raw, result_type)
-    dialect = current_dialect.get()
+    dialect = ctx.dialect
     if dialect is not None:
         return dialect.ask(method, params, result_type, key)
     caps = ctx.peer.remote_client_capabilities

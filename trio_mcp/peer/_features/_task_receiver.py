@@ -25,7 +25,7 @@ from .._messages import (
 from .._session import Reply
 from .._tasks import TaskActor
 from ._base import AppView, PeerCore
-from ._dialect import current_dialect
+from ._dialect import Dialect
 from ._scopes import check_task_scopes
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ async def create_task(
         McpError: -32000 when a cap or the rate limit is reached.
     """
     actor = await _create(peer, req, task, request_meta, work, peer.app.registry.create)
-    return _created(actor, result_meta)
+    return _created(actor, result_meta, req.dialect)
 
 
 def accept_task(
@@ -63,7 +63,8 @@ def accept_task(
     registry = peer.app.registry
     if not registry.immediate:
         return create_task(peer, req, task, request_meta, work, result_meta)
-    return _created(_create(peer, req, task, request_meta, work, registry.create_now), result_meta)
+    actor = _create(peer, req, task, request_meta, work, registry.create_now)
+    return _created(actor, result_meta, req.dialect)
 
 
 def _create(
@@ -87,8 +88,9 @@ def _create(
     )
 
 
-def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
-    dialect = current_dialect.get()
+def _created(
+    actor: TaskActor, result_meta: dict[str, Any] | None, dialect: Dialect | None
+) -> Reply:
     if dialect is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = dialect.task_questions()
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))

@@ -40,6 +40,7 @@ from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
+from ._dialect import Dialect
 from ._scopes import check_scopes, rule, visible
 from ._task_receiver import accept_task, hosts
 
@@ -114,11 +115,13 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            work = _ToolWork(self, spec, req.id, meta, arguments)
+            work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
             return accept_task(self, req, task, meta, work, response_meta)
-        ctx = RequestContext(self, req.id, meta) if spec.context_param else None
+        ctx = None
+        if spec.context_param:
+            ctx = RequestContext(self, req.id, meta, dialect=req.dialect)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
         return self._run_tool(spec, arguments, ctx)
@@ -361,7 +364,7 @@ class _ToolWork:
     directly, so it adds no coroutine of its own to a running task.
     """
 
-    __slots__ = ("_arguments", "_meta", "_request_id", "_spec", "_tools")
+    __slots__ = ("_arguments", "_dialect", "_meta", "_request_id", "_spec", "_tools")
 
     def __init__(
         self,
@@ -370,8 +373,10 @@ class _ToolWork:
         request_id: RequestId,
         meta: dict[str, Any] | None,
         arguments: dict[str, Any] | None,
+        dialect: Dialect | None,
     ) -> None:
         self._tools = tools
+        self._dialect = dialect
         self._spec = spec
         self._request_id = request_id
         self._meta = meta
@@ -380,6 +385,8 @@ class _ToolWork:
     def __call__(self, actor: TaskActor) -> Awaitable[dict[str, Any]]:
         ctx = None
         if self._spec.context_param is not None:
-            ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
+            ctx = RequestContext(
+                self._tools, self._request_id, self._meta, actor, dialect=self._dialect
+            )
         arguments, self._arguments = self._arguments, None  # called once per task
         return self._tools._run_tool(self._spec, arguments, ctx)

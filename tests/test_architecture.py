@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from trio_mcp.peer._features import _catalog
-from trio_mcp.peer._features._peer import Peer
+from trio_mcp.peer._peer import Peer
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "trio_mcp"
@@ -129,3 +129,39 @@ def test_architecture_session_names_no_mcp_method() -> None:
     }
     # Only the JSON-RPC-level notifications the session must own itself.
     assert methods <= {"notifications/cancelled", "notifications/progress"}
+
+
+def _direct_imports() -> dict[str, set[str]]:
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the dev extra)")
+    graph = grimp.build_graph("trio_mcp")
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+
+def test_architecture_features_import_no_dialect() -> None:
+    # Issue 31: the 2026-07-28 dialect is its own package, and no feature imports it
+    # (TYPE_CHECKING and function-level imports count too). No exception is listed.
+    imports = _direct_imports()
+    dialects = {m for m in imports if m.startswith("trio_mcp.peer._dialects.")}
+    assert {"trio_mcp.peer._dialects._modern", "trio_mcp.peer._dialects._era"} <= dialects
+    crossing = sorted(
+        f"{m} -> {i}"
+        for m, targets in imports.items()
+        if m.startswith("trio_mcp.peer._features")
+        for i in targets
+        if i.startswith("trio_mcp.peer._dialects")
+    )
+    assert crossing == []
+
+
+def test_architecture_transports_import_only_the_faces_of_peer_and_dialects() -> None:
+    # A transport may import trio_mcp.peer and trio_mcp.peer._dialects (their faces), the
+    # messages and the session, but no module inside _features or _dialects.
+    imports = _direct_imports()
+    crossing = sorted(
+        f"{m} -> {i}"
+        for m, targets in imports.items()
+        if m.startswith("trio_mcp.transports")
+        for i in targets
+        if i.startswith(("trio_mcp.peer._features", "trio_mcp.peer._dialects."))
+    )
+    assert crossing == []

@@ -42,11 +42,11 @@ from ._errors import UnsupportedProtocolVersion as UnsupportedProtocolVersion
 from ._runner import App as App
 from ._telemetry import configure_tracing as configure_tracing
 from ._telemetry import tracing_enabled as tracing_enabled
-from .peer._features import Peer as Peer
+from .peer import Peer as Peer
+from .peer import open_peer as open_peer
+from .peer._dialects._modern import CacheHint as CacheHint
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
-from .peer._features import open_peer as open_peer
-from .peer._features._modern import CacheHint as CacheHint
 
 # Resources, prompts, completion, logging, roots, elicitation forms.
 from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND

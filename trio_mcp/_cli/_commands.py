@@ -26,8 +26,8 @@ import trio
 from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError, TaskCancelled, TaskFailed
 from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
-from ..peer._features import App, Peer
-from ..peer._features._modern_requestor import get_detailed
+from ..peer import App, Peer
+from ..peer._dialects._modern_requestor import get_detailed
 from ..peer._messages import CallToolResult, TextContent, to_wire
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED

@@ -21,7 +21,7 @@ import trio
 
 from .. import __version__
 from .._errors import METHOD_NOT_FOUND, RemoteError
-from ..peer._features import App, Peer, RequestContext
+from ..peer import App, Peer, RequestContext
 from ..peer._messages import (
     CreateMessageParams,
     CreateMessageResult,

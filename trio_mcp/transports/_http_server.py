@@ -52,8 +52,7 @@ import trio
 
 from .._util import unwrap_group
 from ..auth import Identity, TokenVerifier
-from ..peer import App
-from ..peer._features._scopes import IDENTITY_INFO, required_scopes
+from ..peer import IDENTITY_INFO, App, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
 from ._http_auth import (
     IDENTITY_KEY,

@@ -30,11 +30,11 @@ from ..._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     ConnectionClosed,
-    LocalUsageError,
     RemoteProtocolError,
     TaskCancelled,
     TaskFailed,
 )
+from .._features._base import PeerCore
 from .._messages import (
     META_SERVER_INFO,
     CallToolResult,
@@ -45,8 +45,6 @@ from .._messages import (
 )
 from .._session import ProgressCallback, call_progress
 from .._tasks import TaskHandle
-from ._base import PeerCore
-from ._modern_client import ModernClient
 
 log = logging.getLogger("trio_mcp.peer")
 R = TypeVar("R")
@@ -60,11 +58,6 @@ _RENAMED: Final = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
 _SNAPSHOT: Final = frozenset(
     {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"}
 )
-
-
-def not_modern(what: str) -> LocalUsageError:
-    """The error for a 2025-11-25 task method used on a 2026-07-28 connection."""
-    return LocalUsageError(f"not in 2026-07-28: {what}")
 
 
 def snapshot(raw: dict[str, Any]) -> Task:
@@ -174,7 +167,7 @@ class ModernTaskWire:
         modern = self.peer.modern
         try:
             with scope:
-                if not isinstance(modern, ModernClient):
+                if modern is None:
                     raise RemoteProtocolError("the connection no longer speaks 2026-07-28")
                 responses = await modern.answer(requests, {})
                 await self.peer.request_raw(

@@ -13,7 +13,18 @@ from typing import Any, Final, TypeVar, overload
 
 import attrs
 
-from .._messages import (
+from ._dialects._modern import CacheHint
+from ._dialects._mrtr import StateCodec, default_secret
+from ._features._app_client import ClientHandlers, RootsHandler
+from ._features._app_server import Completer, ServerOffers
+from ._features._base import ChangeListener, PeerCore
+from ._features._callbacks import Callbacks
+from ._features._catalog import declared_client_capabilities, declared_server_capabilities
+from ._features._context import RequestContext
+from ._features._promptspec import PromptSpec
+from ._features._resourcespec import ResourceSpec, TemplateSpec
+from ._features._scopes import scope_set
+from ._messages import (
     ClientCapabilities,
     CreateMessageParams,
     CreateMessageResult,
@@ -26,20 +37,8 @@ from .._messages import (
     converter,
     to_wire,
 )
-from .._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
-from .._tasks import TaskLimits, TaskRegistry, TaskStore
-from ._app_client import ClientHandlers, RootsHandler
-from ._app_server import Completer, ServerOffers
-from ._base import PeerCore
-from ._callbacks import Callbacks
-from ._catalog import declared_client_capabilities, declared_server_capabilities
-from ._context import RequestContext
-from ._modern import CacheHint
-from ._mrtr import StateCodec, default_secret
-from ._promptspec import PromptSpec
-from ._resourcespec import ResourceSpec, TemplateSpec
-from ._scopes import scope_set
-from ._subscriptions import Listener
+from ._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
+from ._tasks import TaskLimits, TaskRegistry, TaskStore
 
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
@@ -128,7 +127,7 @@ class App(ServerOffers, ClientHandlers):
     connections: set[PeerCore] = attrs.field(factory=set, init=False, repr=False)
     registry: TaskRegistry = attrs.field(init=False)
     #: The open ``subscriptions/listen`` requests (2026-07-28) of every connection.
-    listeners: set[Listener] = attrs.field(factory=set, init=False, repr=False)
+    listeners: set[ChangeListener] = attrs.field(factory=set, init=False, repr=False)
     #: Signs and checks ``requestState`` (from :attr:`request_state_secret`).
     state_codec: StateCodec = attrs.field(init=False, repr=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)

@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import logging
 import secrets
+import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Final, final
+from typing import Final, Literal, final
 
 import attrs
 import trio
@@ -55,6 +56,7 @@ from ..auth import Identity, TokenVerifier
 from ..peer import App
 from ..peer._features._scopes import IDENTITY_INFO, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
+from ._http11 import LLHTTP_AVAILABLE, Http11Server, HttpServerSettings
 from ._http_auth import (
     IDENTITY_KEY,
     WELL_KNOWN,
@@ -346,17 +348,33 @@ class HttpAddress:
         host: The host the server was bound to, as given.
         port: The bound port (the one the kernel chose, for port 0).
         path: The MCP endpoint's path.
+        scheme: ``"https"`` when served with TLS, else ``"http"``.
     """
 
     host: str
     port: int
     path: str = "/mcp"
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
         """The endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{self.path}"
+        return f"{self.scheme}://{host}:{self.port}{self.path}"
+
+
+#: Which HTTP/1.1 server :func:`serve_http` runs.
+HttpServerName = Literal["llhttp", "hypercorn"]
+
+
+def default_http_server() -> HttpServerName:
+    """The server :func:`serve_http` runs by default.
+
+    Returns:
+        ``"llhttp"`` when ``httptools`` (the ``fast`` extra) is installed,
+        else ``"hypercorn"``.
+    """
+    return "llhttp" if LLHTTP_AVAILABLE else "hypercorn"
 
 
 def _bound_port(binds: list[str]) -> int:
@@ -382,14 +400,26 @@ async def serve_http(
     authorization_servers: Sequence[str] | None = None,
     scopes_supported: Sequence[str] | None = None,
     required_scopes: Sequence[str] = (),
+    server: HttpServerName | None = None,
+    settings: HttpServerSettings | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
     task_status: trio.TaskStatus[HttpAddress] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` over Streamable HTTP with hypercorn's Trio worker, until cancelled.
+    """Serve ``app`` over Streamable HTTP, until cancelled.
 
     Start it with ``address = await nursery.start(serve_http, app)``;
     ``address.url`` is the endpoint. Pass a configured
     :class:`StreamableHttpApp` for the options not listed here (then leave
     the keyword options at their defaults; they are ignored).
+
+    Two HTTP/1.1 servers can run it: ``"llhttp"``, this package's own server
+    on ``httptools`` (the ``fast`` extra; the default when installed), with
+    the limits, timeouts and framing defenses of :class:`HttpServerSettings`;
+    and ``"hypercorn"``, hypercorn's Trio worker (h11; the default without
+    ``httptools``), which refuses none of the request-smuggling framings
+    (e.g. ``Content-Length`` with ``Transfer-Encoding``) and belongs behind
+    a proxy that normalizes requests.
 
     Args:
         app: The App to serve, or a :class:`StreamableHttpApp` wrapping one.
@@ -412,17 +442,32 @@ async def serve_http(
         authorization_servers: Named in the metadata (default: the verifier's issuer).
         scopes_supported: Named in the metadata.
         required_scopes: Scopes every request needs (named in 401 challenges).
+        server: ``"llhttp"`` or ``"hypercorn"``; ``None``:
+            :func:`default_http_server`.
+        settings: The llhttp server's limits and timeouts (its ``max_body``
+            defaults to the app's); hypercorn runs with its own.
+        certfile: Serve HTTPS with this PEM certificate chain (both servers).
+        keyfile: The certificate's private key (PEM), when not in ``certfile``.
         task_status: Given an :class:`HttpAddress` once listening.
 
     Raises:
         OSError: The address could not be bound.
+        RuntimeError: ``server="llhttp"`` without ``httptools`` installed.
+        ValueError: An unknown ``server``, or ``keyfile`` without ``certfile``.
 
-    Cancellation: this is how the server stops: open connections are
-        closed, every session ends, then every task actor is cancelled.
+    Cancellation: this is how the server stops. On llhttp: it stops
+        accepting, closes idle connections, gives requests in progress
+        ``settings.shutdown_timeout`` seconds, then every session ends and
+        every task actor is cancelled. On hypercorn: open connections are
+        closed after its half-second grace, then the same.
     """
-    import hypercorn.config
-    import hypercorn.trio
-
+    chosen = default_http_server() if server is None else server
+    if chosen not in ("llhttp", "hypercorn"):
+        raise ValueError(f"server must be 'llhttp' or 'hypercorn', not {server!r}")
+    if chosen == "llhttp" and not LLHTTP_AVAILABLE:
+        raise RuntimeError("server='llhttp' needs httptools: pip install 'trio-mcp[fast]'")
+    if keyfile is not None and certfile is None:
+        raise ValueError("keyfile needs certfile")
     if isinstance(app, App):
         app = StreamableHttpApp(
             app, path, HttpPolicy(
@@ -434,7 +479,15 @@ async def serve_http(
         )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+    if chosen == "llhttp":
+        await _serve_llhttp(app, host, port, settings, certfile, keyfile, task_status)
+        return
+    import hypercorn.config
+    import hypercorn.trio
+
     config = hypercorn.config.Config()
+    config.certfile = certfile
+    config.keyfile = keyfile
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     # hypercorn's default backlog (100) drops a burst of new connections
     # while the one Trio thread is busy: their requests would be lost.
@@ -446,6 +499,49 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(app.run)
             binds = await nursery.start(hypercorn.trio.serve, app, config)
-            address = HttpAddress(host, _bound_port(binds), app.path or "/")
-            log.info("serving MCP over Streamable HTTP at %s", address.url)
+            address = HttpAddress(host, _bound_port(binds), app.path or "/", _scheme(certfile))
+            log.info("serving MCP over Streamable HTTP (hypercorn) at %s", address.url)
+            task_status.started(address)
+
+
+def _scheme(certfile: str | None) -> str:
+    return "http" if certfile is None else "https"
+
+
+async def _serve_llhttp(
+    app: StreamableHttpApp, host: str, port: int, settings: HttpServerSettings | None,
+    certfile: str | None, keyfile: str | None, task_status: trio.TaskStatus[HttpAddress],
+) -> None:
+    """``serve_http`` on :class:`Http11Server`: the app's sessions outlive the server's drain."""
+    if settings is None:
+        settings = HttpServerSettings(max_body=app.max_body)
+    context = None
+    if certfile is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(certfile, keyfile)
+        context.set_alpn_protocols(["http/1.1"])
+    listeners = await trio.open_tcp_listeners(port, host=host, backlog=settings.backlog)
+    server = Http11Server(app, settings, context)
+    # The sessions run on until the connections have drained (the graceful
+    # shutdown), so their scope is shielded from the cancellation that stops
+    # the server and cancelled once it has.
+    sessions = trio.CancelScope(shield=True)
+
+    async def run_app(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with sessions:
+            await app.run(task_status=task_status)
+
+    async def run_server(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await server.serve(listeners, task_status=task_status)
+        finally:
+            sessions.cancel()
+
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_app)
+            await nursery.start(run_server)
+            bound = listeners[0].socket.getsockname()
+            address = HttpAddress(host, bound[1], app.path or "/", _scheme(certfile))
+            log.info("serving MCP over Streamable HTTP (llhttp) at %s", address.url)
             task_status.started(address)

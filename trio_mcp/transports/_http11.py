@@ -344,7 +344,10 @@ class _Connection:
                 raise
             self._refuse(refused.status, refused.reason)
         except httptools.HttpParserError as error:
-            status = 505 if str(error) == "Invalid HTTP version" else 400
+            # llhttp refuses versions other than 0.9, 1.x and 2.0 ("Invalid HTTP
+            # version"); it stops at an HTTP/2 preface ("PRI * HTTP/2.0").
+            version = self.parser.get_http_version()
+            status = 505 if str(error) == "Invalid HTTP version" or version == "2.0" else 400
             self._refuse(status, f"{_reason(status).decode()}: {error}")
         else:
             if epoch != self._epoch:
@@ -584,11 +587,12 @@ class _Connection:
             lowered = name.lower()
             if lowered == b"content-length":
                 length = int(value)
-            elif lowered in (b"connection", b"transfer-encoding", b"keep-alive"):
+                continue
+            if lowered in (b"connection", b"transfer-encoding", b"keep-alive"):
                 continue  # this server frames the answer and decides the connection's fate
             out.append(b"%s: %s\r\n" % (name, value))
         close = (request.close_after or not request.keep_alive or self.server.closing
-                 or not request.complete or request.upgrade or self.stopped)
+                 or not request.complete or request.upgrade)
         if length is not None:
             out.append(b"content-length: %d\r\n" % length)
             request.remaining = length

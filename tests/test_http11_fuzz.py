@@ -185,5 +185,7 @@ async def test_http11_fuzz_random_and_mutated_requests() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif("'slow' not in (config.option.markexpr or '')",
+                    reason="a larger budget: run with -m slow")
 async def test_http11_fuzz_ten_thousand() -> None:
     await run_fuzz(10_000, seed=3333)

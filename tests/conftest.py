@@ -45,6 +45,25 @@ def record_messages() -> Iterator[None]:
         _outbound.message_observers.remove(_record)
 
 
+@pytest.fixture(params=["llhttp", "hypercorn"])
+def both_http_servers(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """Each HTTP/1.1 server in turn: ``trio_mcp.serve_http`` runs it for this test.
+
+    A module opts in with ``pytestmark = pytest.mark.usefixtures("both_http_servers")``;
+    every ``trio_mcp.serve_http`` its tests start (``http_support.serving`` too) then
+    runs on llhttp, then on hypercorn.
+    """
+    import functools
+
+    import trio_mcp
+
+    monkeypatch.setattr(trio_mcp, "serve_http",
+                        functools.partial(trio_mcp.serve_http, server=request.param))
+    yield request.param
+
+
 @pytest.fixture(params=TRANSPORTS)
 def transport(request: pytest.FixtureRequest) -> str:
     """Each transport in turn: memory, stdio, ws, http."""

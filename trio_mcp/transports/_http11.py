@@ -186,6 +186,31 @@ class _Request:
     pending_head: bytes = b""
 
 
+@attrs.define(eq=False, slots=True)
+class _Turn:
+    """One task at a time on a stream direction, with no scheduler pass when it is free.
+
+    ``trio.Lock`` yields on every acquire; here the read or write that follows
+    is the checkpoint. Waiting for a turn is cancellable and changes nothing.
+    """
+
+    busy: bool = False
+    freed: trio.Event | None = None
+
+    async def acquire(self) -> None:
+        while self.busy:
+            if self.freed is None:
+                self.freed = trio.Event()
+            await self.freed.wait()
+        self.busy = True
+
+    def release(self) -> None:
+        self.busy = False
+        if self.freed is not None:
+            self.freed.set()
+            self.freed = None
+
+
 def _reason(status: int) -> bytes:
     return _REASONS.get(status, b"Unknown")
 
@@ -222,8 +247,8 @@ class _Connection:
     eof: bool = False
     #: The parser has failed or switched protocols: nothing more is read.
     stopped: bool = False
-    _read_lock: trio.Lock = attrs.field(factory=trio.Lock)
-    _send_lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _reading: _Turn = attrs.field(factory=_Turn)
+    _writing: _Turn = attrs.field(factory=_Turn)
     _response_done: trio.Event = attrs.field(factory=trio.Event)
     # What the parser has seen of the request being parsed.
     _parsing: _Request | None = None
@@ -236,8 +261,14 @@ class _Connection:
     _target: bytearray = attrs.field(factory=bytearray)
     _headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)
 
+    _max_headers: int = attrs.field(init=False)
+    _max_head: int = attrs.field(init=False)
+
     def __attrs_post_init__(self) -> None:
         self.parser = httptools.HttpRequestParser(self)
+        settings = self.server.settings
+        self._max_headers = settings.max_headers
+        self._max_head = settings.max_header_bytes
 
     # --- parser callbacks (run inside feed_data) -------------------------------------------
 
@@ -255,12 +286,12 @@ class _Connection:
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self._in_head:
             return  # a trailer field of a chunked body: dropped
-        settings = self.server.settings
-        self._headers.append((name.lower(), value))
+        headers = self._headers
+        headers.append((name.lower(), value))
         self._head_bytes += len(name) + len(value) + 4
-        if len(self._headers) > settings.max_headers:
+        if len(headers) > self._max_headers:
             raise _Refusal(431, "Request Header Fields Too Large: too many fields")
-        if self._head_bytes + len(self._target) > settings.max_header_bytes:
+        if self._head_bytes + len(self._target) > self._max_head:
             raise _Refusal(431, "Request Header Fields Too Large")
 
     def on_headers_complete(self) -> None:
@@ -370,7 +401,8 @@ class _Connection:
 
     async def _read(self) -> bool:
         """Read once and feed the parser; False at the end of the stream."""
-        async with self._read_lock:
+        await self._reading.acquire()
+        try:
             if self.eof or self.stopped:
                 return False
             try:
@@ -382,6 +414,8 @@ class _Connection:
                 return False
             self._feed(bytes(data))
             return True
+        finally:
+            self._reading.release()
 
     def _may_read_ahead(self) -> bool:
         """Whether reading on for pipelined requests stays within bounds."""
@@ -477,8 +511,11 @@ class _Connection:
         )))
 
     async def _write(self, data: bytes) -> None:
-        async with self._send_lock:
+        await self._writing.acquire()
+        try:
             await self.stream.send_all(data)
+        finally:
+            self._writing.release()
 
     def _scope(self, request: _Request) -> Scope:
         target = request.target

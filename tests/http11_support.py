@@ -11,7 +11,7 @@ import attrs
 import trio
 
 from trio_mcp import HttpServerSettings
-from trio_mcp.transports._http11 import Http11Server
+from trio_mcp.transports._http11._server import Http11Server
 
 HOST = b"Host: 127.0.0.1\r\n"
 

@@ -129,11 +129,11 @@ from .peer._tasks import open_task_store as open_task_store
 from .transports._http11 import HttpServerSettings as HttpServerSettings
 from .transports._http_client import open_http_client as open_http_client
 from .transports._http_policy import HttpPolicy as HttpPolicy
-from .transports._http_server import HttpAddress as HttpAddress
-from .transports._http_server import HttpServerName as HttpServerName
 from .transports._http_server import StreamableHttpApp as StreamableHttpApp
-from .transports._http_server import default_http_server as default_http_server
 from .transports._http_server import serve_http as serve_http
+from .transports._http_servers import HttpAddress as HttpAddress
+from .transports._http_servers import HttpServerName as HttpServerName
+from .transports._http_servers import default_http_server as default_http_server
 from .transports._http_store import EventStore as EventStore
 from .transports._http_store import MemoryEventStore as MemoryEventStore
 from .transports._memory import MemoryPair as MemoryPair

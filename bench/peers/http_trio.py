@@ -87,7 +87,7 @@ async def serve_floor(port: int, sse: bool) -> None:
 async def serve_floor_llhttp(port: int, sse: bool) -> None:
     """``floor_app`` on trio-mcp's llhttp server, with ``serve_http``'s default settings."""
     from trio_mcp import HttpServerSettings
-    from trio_mcp.transports._http11 import Http11Server
+    from trio_mcp.transports._http11._server import Http11Server
 
     settings = HttpServerSettings()
     listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=settings.backlog)

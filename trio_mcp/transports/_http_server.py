@@ -43,10 +43,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-import ssl
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Final, Literal, final
+from typing import Final, final
 
 import attrs
 import trio
@@ -56,7 +54,7 @@ from ..auth import Identity, TokenVerifier
 from ..peer import App
 from ..peer._features._scopes import IDENTITY_INFO, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
-from ._http11 import LLHTTP_AVAILABLE, Http11Server, HttpServerSettings
+from ._http11 import LLHTTP_AVAILABLE, HttpServerSettings
 from ._http_auth import (
     IDENTITY_KEY,
     WELL_KNOWN,
@@ -80,6 +78,7 @@ from ._http_policy import (
     respond,
 )
 from ._http_reuse import KeptSessions
+from ._http_servers import HttpAddress, HttpServerName, default_http_server, run_server
 from ._http_session import HttpSession
 from ._http_store import EventStore, MemoryEventStore
 
@@ -339,50 +338,6 @@ class StreamableHttpApp:
 
 
 
-@final
-@attrs.frozen
-class HttpAddress:
-    """Where :func:`serve_http` listens; what ``nursery.start`` returns.
-
-    Attributes:
-        host: The host the server was bound to, as given.
-        port: The bound port (the one the kernel chose, for port 0).
-        path: The MCP endpoint's path.
-        scheme: ``"https"`` when served with TLS, else ``"http"``.
-    """
-
-    host: str
-    port: int
-    path: str = "/mcp"
-    scheme: str = "http"
-
-    @property
-    def url(self) -> str:
-        """The endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}{self.path}"
-
-
-#: Which HTTP/1.1 server :func:`serve_http` runs.
-HttpServerName = Literal["llhttp", "hypercorn"]
-
-
-def default_http_server() -> HttpServerName:
-    """The server :func:`serve_http` runs by default.
-
-    Returns:
-        ``"llhttp"`` when ``httptools`` (the ``fast`` extra) is installed,
-        else ``"hypercorn"``.
-    """
-    return "llhttp" if LLHTTP_AVAILABLE else "hypercorn"
-
-
-def _bound_port(binds: list[str]) -> int:
-    port = urllib.parse.urlsplit(binds[0]).port
-    assert port is not None
-    return port
-
-
 async def serve_http(
     app: App | StreamableHttpApp,
     host: str = "127.0.0.1",
@@ -479,69 +434,9 @@ async def serve_http(
         )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if chosen == "llhttp":
-        await _serve_llhttp(app, host, port, settings, certfile, keyfile, task_status)
-        return
-    import hypercorn.config
-    import hypercorn.trio
-
-    config = hypercorn.config.Config()
-    config.certfile = certfile
-    config.keyfile = keyfile
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    # hypercorn's default backlog (100) drops a burst of new connections
-    # while the one Trio thread is busy: their requests would be lost.
-    config.backlog = 1024
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.accesslog = None
-    config.graceful_timeout = 0.5
-    with unwrap_group():
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.run)
-            binds = await nursery.start(hypercorn.trio.serve, app, config)
-            address = HttpAddress(host, _bound_port(binds), app.path or "/", _scheme(certfile))
-            log.info("serving MCP over Streamable HTTP (hypercorn) at %s", address.url)
-            task_status.started(address)
-
-
-def _scheme(certfile: str | None) -> str:
-    return "http" if certfile is None else "https"
-
-
-async def _serve_llhttp(
-    app: StreamableHttpApp, host: str, port: int, settings: HttpServerSettings | None,
-    certfile: str | None, keyfile: str | None, task_status: trio.TaskStatus[HttpAddress],
-) -> None:
-    """``serve_http`` on :class:`Http11Server`: the app's sessions outlive the server's drain."""
     if settings is None:
         settings = HttpServerSettings(max_body=app.max_body)
-    context = None
-    if certfile is not None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(certfile, keyfile)
-        context.set_alpn_protocols(["http/1.1"])
-    listeners = await trio.open_tcp_listeners(port, host=host, backlog=settings.backlog)
-    server = Http11Server(app, settings, context)
-    # The sessions run on until the connections have drained (the graceful
-    # shutdown), so their scope is shielded from the cancellation that stops
-    # the server and cancelled once it has.
-    sessions = trio.CancelScope(shield=True)
-
-    async def run_app(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with sessions:
-            await app.run(task_status=task_status)
-
-    async def run_server(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            await server.serve(listeners, task_status=task_status)
-        finally:
-            sessions.cancel()
-
     with unwrap_group():
-        async with trio.open_nursery() as nursery:
-            await nursery.start(run_app)
-            await nursery.start(run_server)
-            bound = listeners[0].socket.getsockname()
-            address = HttpAddress(host, bound[1], app.path or "/", _scheme(certfile))
-            log.info("serving MCP over Streamable HTTP (llhttp) at %s", address.url)
-            task_status.started(address)
+        await run_server(app, app.run, host, port, app.path or "/", server=chosen,
+                         settings=settings, certfile=certfile, keyfile=keyfile,
+                         task_status=task_status)

@@ -535,3 +535,24 @@ async def test_http11_mcp_post_pipelined_with_the_real_app() -> None:
         ids = {a.header(b"mcp-session-id") for a in answers}
         assert len(ids) == 2 and None not in ids
         nursery.cancel_scope.cancel()
+
+
+async def test_http11_hypercorn_mode_desyncs_where_llhttp_refuses() -> None:
+    """What the docs say hypercorn mode does not defend (h11's framing): Content-Length with
+    Transfer-Encoding is framed by the chunks and the request hidden after them is answered.
+    If a hypercorn/h11 upgrade starts refusing it, this fails: then update the docs."""
+    smuggled = (b"POST /mcp HTTP/1.1\r\n" + HOST + b"Content-Type: application/json\r\n"
+                b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                b"GET /hidden HTTP/1.1\r\n" + HOST + b"Connection: close\r\n\r\n")
+    statuses = {}
+    for server in ("llhttp", "hypercorn"):
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(lambda task_status, s=server: trio_mcp.serve_http(
+                example_app(), server=s, task_status=task_status))
+            with trio.fail_after(10):
+                answers, _ = parse_answers(await exchange(address.port, smuggled, eof=False))
+            statuses[server] = [a.status for a in answers]
+            nursery.cancel_scope.cancel()
+    assert statuses["llhttp"] == [400]
+    assert len(statuses["hypercorn"]) == 2  # the POST's answer, then the hidden GET's (404)
+    assert statuses["hypercorn"][1] == 404

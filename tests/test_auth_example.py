@@ -20,7 +20,7 @@ import trio
 
 import trio_mcp
 
-from .helpers import ROOT, TASK_SERVER
+from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, needs_llhttp
 from .oauth_server import RS_CLIENT, AuthServer, authorization_server
 
 pytestmark = pytest.mark.timeout(90)
@@ -69,7 +69,7 @@ async def check_whoami_and_admin(url: str, reader: str, admin: str, *, ws: bool)
 
 
 @pytest.mark.parametrize(("transport", "server"), [
-    ("http", "llhttp"), ("http", "hypercorn"), ("ws", None)])
+    pytest.param("http", "llhttp", marks=needs_llhttp), ("http", "hypercorn"), ("ws", None)])
 async def test_auth_example_jwks(auth_server: AuthServer, transport: str, server: str | None
                                  ) -> None:
     port = free_port()
@@ -94,7 +94,7 @@ async def test_auth_example_jwks(auth_server: AuthServer, transport: str, server
         await trio.lowlevel.checkpoint()
 
 
-@pytest.mark.parametrize("server", ["llhttp", "hypercorn"])
+@pytest.mark.parametrize("server", HTTP_SERVERS)
 async def test_auth_example_introspection(auth_server: AuthServer, server: str) -> None:
     auth_server.token_format = "opaque"
     port = free_port()

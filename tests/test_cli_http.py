@@ -22,7 +22,7 @@ import pytest
 import trio_mcp
 
 from .cli_support import CLI, TOKEN, ctrl_c, one_line_error, read_until, run_cli, serving, start_cli
-from .helpers import EXAMPLES, TASK_SERVER
+from .helpers import EXAMPLES, HTTP_SERVERS, TASK_SERVER
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +30,7 @@ RELATED = "io.modelcontextprotocol/related-task"
 RESTARTED = "The server stopped while this task was running"
 
 
-@pytest.fixture(scope="module", params=["llhttp", "hypercorn"])
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
 def http_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """``trio-mcp serve-example --http 127.0.0.1:0 --token TOKEN --http-server S`` as a
     subprocess, on each HTTP/1.1 server."""

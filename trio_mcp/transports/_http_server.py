@@ -399,8 +399,9 @@ async def serve_http(
         required_scopes: Scopes every request needs (named in 401 challenges).
         server: ``"llhttp"`` or ``"hypercorn"``; ``None``:
             :func:`default_http_server`.
-        settings: The llhttp server's limits and timeouts (its ``max_body``
-            defaults to the app's); hypercorn runs with its own.
+        settings: The llhttp server's limits and timeouts (by default none on
+            the body: the app's ``max_body`` answers 413 with a JSON-RPC error);
+            hypercorn runs with its own.
         certfile: Serve HTTPS with this PEM certificate chain (both servers).
         keyfile: The certificate's private key (PEM), when not in ``certfile``.
         task_status: Given an :class:`HttpAddress` once listening.
@@ -435,7 +436,9 @@ async def serve_http(
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if settings is None:
-        settings = HttpServerSettings(max_body=app.max_body)
+        # No server-level body limit: the app answers 413 itself, with a JSON-RPC
+        # error body, after reading at most its max_body.
+        settings = HttpServerSettings()
     with unwrap_group():
         await run_server(app, app.run, host, port, app.path or "/", server=chosen,
                          settings=settings, certfile=certfile, keyfile=keyfile,

@@ -34,8 +34,10 @@ class HttpServerSettings:
         max_headers: Most header fields in a request: 431 beyond.
         max_body: Largest request body: 413, at once from its
             ``Content-Length`` (no ``100 Continue`` is sent), or as soon as a
-            chunked body passes it. ``None``: the ASGI app's own limit only
-            (:func:`~trio_mcp.serve_http` passes the app's ``max_body``).
+            chunked body passes it. ``None`` (what
+            :func:`~trio_mcp.serve_http` uses): the ASGI app's own limit only
+            (``StreamableHttpApp.max_body``: 413 with a JSON-RPC error body, after
+            reading at most that much; the connection then closes).
         max_connections: Connections served at once; a connection beyond
             gets 503 and is closed.
         headers_timeout: Seconds from a request's first byte (or a new

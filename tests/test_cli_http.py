@@ -23,7 +23,7 @@ import pytest
 import trio_mcp
 
 from .cli_support import CLI, TOKEN, ctrl_c, one_line_error, read_until, run_cli, serving, start_cli
-from .helpers import EXAMPLES, TASK_SERVER
+from .helpers import EXAMPLES, HTTP_SERVERS, TASK_SERVER
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,10 +31,12 @@ RELATED = "io.modelcontextprotocol/related-task"
 RESTARTED = "The server stopped while this task was running"
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
-    """``trio-mcp serve-example --http 127.0.0.1:0 --token TOKEN`` as a subprocess."""
-    argv = [*CLI, "serve-example", "--http", "127.0.0.1:0", "--token", TOKEN]
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
+def http_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``trio-mcp serve-example --http 127.0.0.1:0 --token TOKEN --http-server S`` as a
+    subprocess, on each HTTP/1.1 server."""
+    argv = [*CLI, "serve-example", "--http", "127.0.0.1:0", "--token", TOKEN,
+            "--http-server", request.param]
     with serving(argv, "http") as (url, _):
         yield url
 
@@ -263,10 +265,18 @@ def test_cli_examples_refuse_bad_flags(example: str) -> None:
     for args, message in ((["--store", "mysql://x"], "--store: "),
                           (["--token", "t"], "--token applies to --ws or --http"),
                           (["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"], "not allowed"),
-                          (["--http", "127.0.0.1"], "wants HOST:PORT")):
+                          (["--http", "127.0.0.1"], "wants HOST:PORT"),
+                          (["--http-server", "hypercorn"], "--http-server applies to --http"),
+                          (["--http", "127.0.0.1:0", "--http-server", "h11"], "invalid choice")):
         proc = run_cli_script(script, *args)
         assert proc.returncode == 2, args
         assert message in proc.stderr, (args, proc.stderr)
+
+
+def test_cli_serve_example_http_server_needs_http() -> None:
+    proc = run_cli("serve-example", "--ws", "127.0.0.1:0", "--http-server", "hypercorn")
+    assert proc.returncode == 2
+    assert one_line_error(proc) == "trio-mcp: --http-server only applies to --http"
 
 
 def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:

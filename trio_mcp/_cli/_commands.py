@@ -366,6 +366,9 @@ def run_serve_example(args: argparse.Namespace) -> int:
         app: App = module.build_app(store=args.store)
     except ValueError as exc:  # an unknown store URL
         raise CliError(f"--store: {exc}") from None
+    http_server = getattr(args, "http_server", None)
+    if http_server is not None and args.http is None:
+        raise CliError("--http-server only applies to --http")
     if args.ws is None and args.http is None:
         if args.token is not None:
             raise CliError("--token only applies to --ws or --http")
@@ -376,7 +379,9 @@ def run_serve_example(args: argparse.Namespace) -> int:
     if not port_text.isdigit():
         raise CliError(f"{option} wants HOST:PORT, not {where!r}")
     tokens = {args.token: "token-user"} if args.token else None
-    serve = serve_websocket if option == "--ws" else serve_http
+    serve: Callable[..., Awaitable[None]] = serve_websocket
+    if option == "--http":
+        serve = partial(serve_http, server=http_server)
     trio.run(_serve, serve, app, host.strip("[]") or "127.0.0.1", int(port_text), tokens)
     return EXIT_OK
 

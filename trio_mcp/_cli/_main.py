@@ -363,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(port 0 picks a free port)")
     serve.add_argument("--token", metavar="T",
                        help="with --ws or --http: require this bearer token")
+    serve.add_argument("--http-server", choices=("llhttp", "hypercorn"),
+                       help="with --http: the HTTP/1.1 server; llhttp (trio-mcp's own, on "
+                            "httptools) when httptools is installed, else hypercorn")
     serve.add_argument("--store", metavar="URL",
                        help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
                             "(tasks survive a restart, for the same --token), "

@@ -275,6 +275,13 @@ class StreamableHttpApp:
             return
         if scope["type"] != "http":
             return
+        if scope["method"] == "GET" and _asks_websocket(scope):
+            # A server that leaves Upgrade to the app (ours on llhttp) hands the
+            # handshake over as a plain GET: the same refusal as a websocket scope.
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": _plain_text_headers(self._websocket_refusal())})
+            await send({"type": "http.response.body", "body": self._websocket_refusal()})
+            return
         try:
             await self._http(scope, receive, send)
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
@@ -287,13 +294,15 @@ class StreamableHttpApp:
         if "websocket.http.response" not in scope.get("extensions", {}):
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = (f"this is a Streamable HTTP MCP endpoint, not a WebSocket one: POST to "
-                f"{self.path or '/'} over HTTP\n").encode()
-        await send({"type": "websocket.http.response.start", "status": 400, "headers": [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-        ]})
+        body = self._websocket_refusal()
+        await send({"type": "websocket.http.response.start", "status": 400,
+                    "headers": _plain_text_headers(body)})
         await send({"type": "websocket.http.response.body", "body": body})
+
+    def _websocket_refusal(self) -> bytes:
+        """What a WebSocket client that reached this HTTP endpoint is told."""
+        return (f"this is a Streamable HTTP MCP endpoint, not a WebSocket one: POST to "
+                f"{self.path or '/'} over HTTP\n").encode()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         async with trio.open_nursery() as nursery:
@@ -463,3 +472,14 @@ async def serve_http(
         await run_server(app, app.run, host, port, app.path or "/", server=chosen,
                          settings=settings, certfile=certfile, keyfile=keyfile,
                          task_status=task_status)
+
+
+def _asks_websocket(scope: Scope) -> bool:
+    """Whether an HTTP request is a WebSocket handshake (``Upgrade: websocket``)."""
+    return any(name == b"upgrade" and value.lower() == b"websocket"
+               for name, value in scope["headers"])
+
+
+def _plain_text_headers(body: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode())]

@@ -8,7 +8,7 @@ is checked against the requestor's context and rate limit.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from ..._errors import METHOD_NOT_FOUND, McpError
@@ -16,7 +16,6 @@ from .._messages import (
     ListTasksResult,
     PaginatedParams,
     Request,
-    Task,
     TaskMetadata,
     from_wire,
     task_capability,
@@ -42,42 +41,16 @@ async def create_task(
     """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
 
     The work starts once the answer is on the wire (the reply's ``after_send``).
+    Completes without waiting when the store needs no wait (memory): an
+    immediate handler returns this coroutine and the session answers inline.
 
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
     """
-    actor = await _create(peer, req, task, request_meta, work, peer.app.registry.create)
-    return _created(actor, result_meta)
-
-
-def accept_task(
-    peer: PeerCore,
-    req: Request,
-    task: TaskMetadata,
-    request_meta: dict[str, Any] | None,
-    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
-    result_meta: dict[str, Any] | None = None,
-) -> Reply | Coroutine[Any, Any, Reply]:
-    """:func:`create_task` for an immediate handler: the reply now when the store needs
-    no wait (``registry.immediate``), else the coroutine of :func:`create_task`."""
     registry = peer.app.registry
-    if not registry.immediate:
-        return create_task(peer, req, task, request_meta, work, result_meta)
-    return _created(_create(peer, req, task, request_meta, work, registry.create_now), result_meta)
-
-
-def _create(
-    peer: PeerCore,
-    req: Request,
-    task: TaskMetadata,
-    request_meta: dict[str, Any] | None,
-    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
-    create: Callable[..., T],
-) -> T:
-    """Check the rate, then ``registry.create`` or ``create_now`` with the request's terms."""
-    peer.app.registry.check_rate(peer.context)
+    registry.check_rate(peer.context)
     token = (request_meta or {}).get("progressToken")
-    return create(
+    actor = await registry.create(
         peer.context,
         req.method,
         work,
@@ -85,9 +58,6 @@ def _create(
         origin=peer,
         progress_token=token if isinstance(token, str | int) else None,
     )
-
-
-def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
     modern = current_request.get()
     if modern is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = PulledInputs(modern.client_capabilities)
@@ -116,7 +86,7 @@ class TaskReceiver(PeerCore):
 
     def install(self) -> None:
         self.session.request_handlers["tasks/list"] = self._on_tasks_list
-        # Answered at once (no Trio task) while the store needs no wait.
+        # Started in the reader's task: answered there unless the store must be waited on.
         self.session.immediate_handlers.update(
             {
                 "tasks/get": self._on_tasks_get,
@@ -140,29 +110,21 @@ class TaskReceiver(PeerCore):
         if tasks is None or (feature is not None and feature not in tasks):
             raise McpError(METHOD_NOT_FOUND, "Method not found: this side does not host tasks")
 
-    def _on_tasks_get(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
+    async def _on_tasks_get(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            return registry.get_now(self.context, task_id).wire()
-        return registry.get(self.context, task_id)
+        return (await registry.record(self.context, task_id)).wire()
 
-    def _on_tasks_result(
-        self, req: Request
-    ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
+    async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            done = registry.result_now(self.context, task_id)
-            if done is not None:
-                return done
-        return registry.result(self.context, task_id, self)
+        return await registry.result(self.context, task_id, self)
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")
@@ -172,12 +134,10 @@ class TaskReceiver(PeerCore):
         tasks, cursor = await self.app.registry.list(self.context, params.cursor)
         return ListTasksResult(tasks, cursor)
 
-    def _on_tasks_cancel(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
+    async def _on_tasks_cancel(self, req: Request) -> dict[str, Any]:
         self._require_tasks("cancel")
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            return registry.cancel_now(self.context, task_id, self).wire()
-        return registry.cancel(self.context, task_id, self)
+        return (await registry.cancel_record(self.context, task_id, self)).wire()

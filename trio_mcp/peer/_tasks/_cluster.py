@@ -37,6 +37,7 @@ import attrs
 import trio
 
 from ..._errors import RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._actor import TaskActor
 from ._connection import TaskConnection
@@ -112,6 +113,7 @@ class Cluster:
             McpError: -32000 at the owner's live-task cap (counted over every
                 process, atomically); -32603 when the store is unavailable.
         """
+        await leave_reader()
         try:
             if self._creates is not None and self._creates.running:
                 record.seq = await self._creates.create(record, max_live)
@@ -149,6 +151,7 @@ class Cluster:
         target = self._queued
         if self._stored >= target:
             return
+        await leave_reader()
         with trio.move_on_after(SETTLE_TIMEOUT):
             while self._stored < target:
                 await self._progress.wait()
@@ -283,6 +286,7 @@ class Cluster:
             McpError: -32602 for an unknown, expired or foreign id; -32603
                 when the store is unavailable.
         """
+        await leave_reader()
         await self.settle()
         record = self._final.get(task_id) if final_here else None
         if record is None:
@@ -298,6 +302,7 @@ class Cluster:
         Meanwhile the task's input requests queued in the store are taken
         and sent over ``peer``, and their answers stored for the actor.
         """
+        await leave_reader()
         hint = self._hint(task_id)
         record = await self._current(owner, task_id)
         if record.status.is_terminal:

@@ -213,31 +213,6 @@ class TaskLedger:
             audit.warning("task refused context=%s reason=live-cap", owner)
             raise McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
 
-    def get_now(self, owner: str, task_id: str) -> TaskRecord:
-        """:meth:`get` from the local store, not waiting to be durable: the record."""
-        record = self.lookup(owner, task_id)
-        audit.debug("task polled id=%s context=%s", task_id, owner)
-        return record
-
-    def result_now(self, owner: str, task_id: str) -> dict[str, Any] | None:
-        """:meth:`result` of a task already terminal in the local store; ``None`` if it is not."""
-        record = self.lookup(owner, task_id)
-        if not record.status.is_terminal and task_id in self._actors:
-            return None
-        return final_result(record)
-
-    def cancel_now(
-        self, owner: str, task_id: str, requestor: TaskConnection | None = None
-    ) -> TaskRecord:
-        """:meth:`cancel` in the local store, not waiting to be durable: the record
-        (``requestor``, the connection asking, gets no status notification of it)."""
-        record = self.lookup(owner, task_id)
-        if record.status.is_terminal:
-            raise already_terminal(record)
-        self.cancel_actor(task_id, requestor)
-        audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record
-
     def cancel_actor(self, task_id: str, requestor: TaskConnection | None = None) -> bool:
         """Cancel a local actor's task (status first, then its scope); False if none here."""
         actor = self._actors.get(task_id)

@@ -38,6 +38,7 @@ from typing import Any, Final, final
 import trio
 
 from ..._errors import McpError
+from ..._inline import leave_reader
 from .._messages import Task, TaskStatus
 from ._actor import TaskActor, Work
 from ._cluster import Cluster
@@ -176,7 +177,10 @@ class TaskRegistry(TaskLedger):
         origin: TaskConnection | None,
         progress_token: str | int | None = None,
     ) -> TaskActor:
-        """Accept a task-augmented request and start its actor.
+        """Accept a task-augmented request and make its actor.
+
+        Completes without waiting when the store needs no wait (memory; see
+        ``trio_mcp._inline``).
 
         Args:
             owner: The requestor's context (identity or connection key).
@@ -188,55 +192,32 @@ class TaskRegistry(TaskLedger):
                 task's lifetime.
 
         Returns:
-            The started actor; ``actor.record.snapshot()`` is the ``Task``.
-            Call ``actor.announced.set()`` once the CreateTaskResult is sent:
-            the actor's Trio task starts then.
+            The actor; ``actor.record.snapshot()`` is the ``Task``. Call
+            :meth:`launch` (``actor.launch()``) once the CreateTaskResult is
+            sent: the actor's Trio task starts then.
 
         Raises:
             McpError: -32000 when the requestor's live-task cap or the
-                registry's size bound is reached.
+                registry's size bound is reached; -32603 when the store is
+                unavailable.
             RuntimeError: The registry is not running.
         """
+        if self._nursery is None:
+            raise RuntimeError("the task registry is not running (use registry.running())")
         cluster = self.cluster
         if cluster is None:
-            actor = self.create_now(
-                owner, method, work, requested_ttl=requested_ttl, origin=origin,
-                progress_token=progress_token,
-            )
-            try:
-                await self.settle()  # the CreateTaskResult promises a task that exists
-            except McpError:
-                self._delete(actor.task_id)
-                raise
-            return actor
-        if self._nursery is None:
-            raise RuntimeError("the task registry is not running (use registry.running())")
+            self.check_live_cap(owner)
         record = self.new_record(owner, method, requested_ttl)
-        await cluster.create(record, self.limits.max_live_per_requestor)
-        return self._install(record, work, origin, progress_token)
-
-    @property
-    def immediate(self) -> bool:
-        """True when the store needs no wait (memory): the ``*_now`` methods may be used."""
-        return self.cluster is None and self._store_sync is None
-
-    def create_now(
-        self,
-        owner: str,
-        method: str,
-        work: Work,
-        *,
-        requested_ttl: int | None,
-        origin: TaskConnection | None,
-        progress_token: str | int | None = None,
-    ) -> TaskActor:
-        """:meth:`create` without waiting: only when :attr:`immediate`."""
-        if self._nursery is None:
-            raise RuntimeError("the task registry is not running (use registry.running())")
-        self.check_live_cap(owner)
-        return self._install(
-            self.new_record(owner, method, requested_ttl), work, origin, progress_token
-        )
+        if cluster is not None:
+            await cluster.create(record, self.limits.max_live_per_requestor)
+            return self._install(record, work, origin, progress_token)
+        actor = self._install(record, work, origin, progress_token)
+        try:
+            await self.settle()  # the CreateTaskResult promises a task that exists
+        except McpError:
+            self._delete(actor.task_id)
+            raise
+        return actor
 
     def _install(
         self,
@@ -261,25 +242,38 @@ class TaskRegistry(TaskLedger):
 
     # --- requestor operations -------------------------------------------------------------
 
-    async def get(self, owner: str, task_id: str) -> Task:
-        """``tasks/get``: the task's current state, once durable.
+    async def record(self, owner: str, task_id: str) -> TaskRecord:
+        """``owner``'s task ``task_id`` as a requestor may be told it: once durable.
+
+        Completes without waiting when the store needs no wait.
 
         Raises:
             McpError: -32602 for an unknown, expired or foreign task; -32603
                 when the store is unavailable.
         """
-        if self.cluster is None:
-            record = self.get_now(owner, task_id)
+        if self.cluster is not None:
+            record = await self.cluster.lookup(owner, task_id)
+        else:
+            record = self.lookup(owner, task_id)
             await self.settle()  # a status is told only once it is durable
-            return record.snapshot()
-        record = await self.cluster.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record
+
+    async def get(self, owner: str, task_id: str) -> Task:
+        """``tasks/get``: the task's current state, once durable (see :meth:`record`).
+
+        Raises:
+            McpError: -32602 for an unknown, expired or foreign task; -32603
+                when the store is unavailable.
+        """
+        return (await self.record(owner, task_id)).snapshot()
 
     async def result(self, owner: str, task_id: str, peer: TaskConnection) -> dict[str, Any]:
         """``tasks/result``: block until terminal, then return the outcome.
 
         While it waits, the task's side-channel requests go out over ``peer``.
+        Completes without waiting for a task already terminal when the store
+        needs no wait.
 
         Returns:
             The underlying request's result with the related-task ``_meta``.
@@ -296,6 +290,7 @@ class TaskRegistry(TaskLedger):
             record = self.lookup(owner, task_id)
             actor = self._actors.get(task_id)
             if not record.status.is_terminal and actor is not None:
+                await leave_reader()
                 await actor.wait_done(peer)
                 record = self.lookup(owner, task_id)
             await self.settle()
@@ -325,7 +320,16 @@ class TaskRegistry(TaskLedger):
     async def cancel(
         self, owner: str, task_id: str, requestor: TaskConnection | None = None
     ) -> Task:
-        """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it runs).
+        """``tasks/cancel``: mark the task cancelled, then stop its work (see
+        :meth:`cancel_record`); the cancelled ``Task``."""
+        return (await self.cancel_record(owner, task_id, requestor)).snapshot()
+
+    async def cancel_record(
+        self, owner: str, task_id: str, requestor: TaskConnection | None = None
+    ) -> TaskRecord:
+        """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it
+        runs); the record once durable. Completes without waiting when the store
+        needs no wait.
 
         ``requestor`` (the connection asking) learns the status from the
         answer: it gets no status notification of it.
@@ -335,20 +339,17 @@ class TaskRegistry(TaskLedger):
                 -32603 when the store is unavailable.
         """
         cluster = self.cluster
-        if cluster is None:
-            record = self.cancel_now(owner, task_id, requestor)
-            await self.settle()
-            return record.snapshot()
-        record = await cluster.lookup(owner, task_id)
+        record = await cluster.lookup(owner, task_id) if cluster else self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
         if self.cancel_actor(task_id, requestor):
             await self.settle()
-        else:
+        elif cluster is not None:
             # Its actor runs in another process: the stored cancel reaches it.
             await cluster.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        record = await cluster.lookup(owner, task_id)
-        if record.status is not TaskStatus.CANCELLED:
-            raise already_terminal(record)  # it ended first, in another process
+        if cluster is not None:
+            record = await cluster.lookup(owner, task_id)
+            if record.status is not TaskStatus.CANCELLED:
+                raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record

@@ -43,6 +43,7 @@ import attrs
 import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._codec import outcome_from_json, outcome_to_json
 from ._store import MemoryTaskStore, TaskRecord, now_iso, trio_deadline, wall_expiry
@@ -193,6 +194,8 @@ class SqliteTaskStore:
         """
         target = self._queued
         give_up = math.inf  # no timer while commits succeed: the flusher wakes us
+        if self._done < target:
+            await leave_reader()  # started inline (trio_mcp._inline): wait in a task
         while self._done < target:
             if self._conn is None:  # closed with changes it could not commit
                 break

@@ -103,3 +103,20 @@ def _rest(coro: Coroutine[Any, Any, T], context: contextvars.Context) -> Generat
         except BaseException as exc:  # cancellation and the like go into the coroutine
             error = exc
             value = None
+
+
+def at_once(coro: Coroutine[Any, Any, T]) -> T:
+    """The value of a coroutine that returns without waiting (e.g. an operation of a
+    store that answers at once), got without a Trio task or an ``await``.
+
+    Raises:
+        Exception: Whatever ``coro`` raised.
+        RuntimeError: ``coro`` would have waited (it is closed).
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    coro.close()
+    raise RuntimeError(f"{coro!r} would wait: it cannot complete at once")

@@ -38,7 +38,7 @@ from ..._inline import leave_reader
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
-from .._tasks._shared import InputAnswer
+from .._tasks._store import InputAnswer
 from ._base import PeerCore
 from ._era import ModernRequest, current_request
 from ._mrtr import InputRequired

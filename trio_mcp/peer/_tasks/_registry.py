@@ -31,14 +31,13 @@ import contextlib
 import heapq
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
 import trio
 
 from ..._errors import McpError
-from ..._inline import leave_reader
 from .._messages import Task, TaskStatus
 from ._actor import TaskActor, Work
 from ._cluster import Cluster
@@ -46,8 +45,8 @@ from ._connection import TaskConnection
 from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._open import open_task_store
-from ._shared import SharedTaskStore
-from ._store import TaskRecord, TaskStore, now_iso
+from ._solo import Solo
+from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
@@ -65,38 +64,41 @@ class TaskRegistry(TaskLedger):
 
     Args:
         limits: The bounds on TTLs, counts, pages and rates.
-        store: Where records live: a :class:`TaskStore`, a
-            :class:`~._shared.SharedTaskStore`, or a URL for
-            :func:`open_task_store` (``"sqlite:///tasks.db"``,
-            ``"redis://localhost:6379/0"``); :class:`MemoryTaskStore` by default.
+        store: Where records live: a :class:`TaskStore` (memory, SQLite, Redis,
+            PostgreSQL: one contract), or a URL for :func:`open_task_store`
+            (``"sqlite:///tasks.db"``, ``"redis://localhost:6379/0"``);
+            :class:`MemoryTaskStore` by default.
     """
 
     def __init__(
         self,
         limits: TaskLimits | None = None,
         *,
-        store: TaskStore | SharedTaskStore | str | None = None,
+        store: TaskStore | str | None = None,
     ):
         resolved = open_task_store(store) if isinstance(store, str) else store
-        shared = resolved if isinstance(resolved, SharedTaskStore) else None
-        local: TaskStore | None = None if isinstance(resolved, SharedTaskStore) else resolved
-        super().__init__(limits or TaskLimits(), local)
+        if resolved is None:  # (not ``or``: an empty store is falsy)
+            resolved = MemoryTaskStore()
+        super().__init__(limits or TaskLimits(), resolved)
+        #: The registry's store half: the same operations whoever holds the truth.
+        self.side: Solo | Cluster = (
+            Cluster(self, self.store) if self.store.shared else Solo(self, self.store)
+        )
         #: With a store shared by processes: the cross-process half (else None).
-        self.cluster: Cluster | None = Cluster(self, shared) if shared is not None else None
-        self.mirror = self.cluster
+        self.cluster: Cluster | None = self.side if isinstance(self.side, Cluster) else None
+        self.mirror = self.side
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
-        # A durable store (SqliteTaskStore...) has these; the memory store not.
-        self._store_sync: Callable[[], Awaitable[None]] | None = getattr(self.store, "sync", None)
 
     # --- running -----------------------------------------------------------------------
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskRegistry]:
-        """Run the registry (its actors' nursery and the reaper) for the block.
+        """Run the registry (its actors' nursery, the reaper, the store's own work)
+        for the block.
 
         Re-entrant: a nested ``running()`` shares the outer run. When the
         outermost block exits, every live task is cancelled.
@@ -108,45 +110,43 @@ class TaskRegistry(TaskLedger):
             finally:
                 self._users -= 1
             return
-        cluster = self.cluster
-        if cluster is not None:
-            self._cursors = CursorCodec(await cluster.store.open())
-        elif (opener := getattr(self.store, "open", None)) is not None:
-            self._restore(await opener())
+        side = self.side
+        self._restore(await self.store.open())
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reap)
-                if cluster is not None:
-                    await nursery.start(cluster.run)
+                await nursery.start(side.run)
                 try:
                     yield self
                 finally:
                     self._nursery = None
-                    if cluster is not None:  # store what is queued, if the store lets us
-                        with trio.CancelScope(shield=True), contextlib.suppress(McpError):
-                            await cluster.settle()
+                    # Store what is queued, if the store lets us.
+                    with trio.CancelScope(shield=True), contextlib.suppress(McpError):
+                        await side.settle()
                     nursery.cancel_scope.cancel()
         finally:
-            closer = cluster.store.aclose if cluster else getattr(self.store, "aclose", None)
-            if closer is not None:
-                with trio.CancelScope(shield=True):
-                    await closer()
+            with trio.CancelScope(shield=True):
+                await self.store.aclose()
 
-    def _restore(self, restored: Any) -> None:
-        """Take over what a durable store loaded: sequence, cursor key, deadlines."""
-        self._cursors = CursorCodec(restored.cursor_secret)
-        for record in restored.records:
+    def _restore(self, opened: Opened) -> None:
+        """Take over what the store found: cursor key; a durable store's records,
+        sequence and deadlines."""
+        self._cursors = CursorCodec(opened.cursor_secret)
+        if not (opened.records or opened.lost):
+            return
+        for record in opened.records:
+            self.records.add(record)
             self._seq = max(self._seq, record.seq)
             if record.deadline != math.inf:
                 heapq.heappush(self._expiry, (record.deadline, record.task_id))
         self._reaper_wakeup.set()
         audit.info(
-            "task store restored records=%d lost=%d", len(restored.records), restored.lost
+            "task store restored records=%d lost=%d", len(opened.records), opened.lost
         )
 
     async def settle(self) -> None:
-        """Wait until every change is durable in the store (a no-op in memory).
+        """Wait until every change is durable in the store (at once in memory).
 
         Called before anything is acknowledged to a requestor.
 
@@ -155,10 +155,7 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: stops waiting; the writes go on.
         """
-        if self.cluster is not None:
-            await self.cluster.settle()
-        elif self._store_sync is not None:
-            await self._store_sync()
+        await self.side.settle()
 
     @property
     def is_running(self) -> bool:
@@ -204,20 +201,9 @@ class TaskRegistry(TaskLedger):
         """
         if self._nursery is None:
             raise RuntimeError("the task registry is not running (use registry.running())")
-        cluster = self.cluster
-        if cluster is None:
-            self.check_live_cap(owner)
         record = self.new_record(owner, method, requested_ttl)
-        if cluster is not None:
-            await cluster.create(record, self.limits.max_live_per_requestor)
-            return self._install(record, work, origin, progress_token)
-        actor = self._install(record, work, origin, progress_token)
-        try:
-            await self.settle()  # the CreateTaskResult promises a task that exists
-        except McpError:
-            self._delete(actor.task_id)
-            raise
-        return actor
+        await self.side.create(record, self.limits.max_live_per_requestor)
+        return self._install(record, work, origin, progress_token)
 
     def _install(
         self,
@@ -251,11 +237,7 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown, expired or foreign task; -32603
                 when the store is unavailable.
         """
-        if self.cluster is not None:
-            record = await self.cluster.lookup(owner, task_id)
-        else:
-            record = self.lookup(owner, task_id)
-            await self.settle()  # a status is told only once it is durable
+        record = await self.side.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
         return record
 
@@ -284,16 +266,7 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: cancelling stops waiting; the task is unaffected.
         """
-        if self.cluster is not None:
-            record = await self.cluster.wait_terminal(owner, task_id, peer)
-        else:
-            record = self.lookup(owner, task_id)
-            actor = self._actors.get(task_id)
-            if not record.status.is_terminal and actor is not None:
-                await leave_reader()
-                await actor.wait_done(peer)
-                record = self.lookup(owner, task_id)
-            await self.settle()
+        record = await self.side.wait_terminal(owner, task_id, peer)
         return final_result(record)
 
     async def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
@@ -305,12 +278,9 @@ class TaskRegistry(TaskLedger):
         """
         after = 0 if cursor is None else self._cursors.read(owner, cursor)
         limit = self.limits.page_size
-        if self.cluster is not None:
-            await self.cluster.settle()
-            records, more = await self.cluster.store.page(owner, after, limit)
-        else:
-            records, more = self.store.page(owner, after, limit)
-            await self.settle()
+        await self.side.settle()  # this process's own changes in the store first
+        records, more = await self.store.page(owner, after, limit)
+        await self.side.settle()  # and what is told, durable
         now = trio.current_time()
         tasks = [r.snapshot() for r in records if r.deadline > now]
         next_cursor = self._cursors.make(owner, records[-1].seq) if more and records else None
@@ -338,18 +308,17 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown task or one already terminal;
                 -32603 when the store is unavailable.
         """
-        cluster = self.cluster
-        record = await cluster.lookup(owner, task_id) if cluster else self.lookup(owner, task_id)
+        side = self.side
+        record = await side.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
         if self.cancel_actor(task_id, requestor):
-            await self.settle()
-        elif cluster is not None:
+            await side.settle()
+        else:
             # Its actor runs in another process: the stored cancel reaches it.
-            await cluster.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        if cluster is not None:
-            record = await cluster.lookup(owner, task_id)
-            if record.status is not TaskStatus.CANCELLED:
-                raise already_terminal(record)  # it ended first, in another process
+            await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+        record = await side.lookup(owner, task_id)
+        if record.status is not TaskStatus.CANCELLED:
+            raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record

@@ -14,7 +14,8 @@ reads a request may *start* its coroutine in its own task with :func:`run_inline
 
 The rule for code that may run inline is therefore one line: ``await
 leave_reader()`` before anything that may suspend (a Trio checkpoint, a channel,
-an event, a lock, I/O, user code). A Trio trap reached inline instead is a bug:
+an event, a lock, I/O, user code) and before entering a cancel scope or a nursery
+(they belong to the task that enters them). A Trio trap reached inline is a bug:
 the trap has already recorded the reader's task as the waiter, so it cannot be
 moved; :func:`run_inline` raises :class:`RuntimeError` to say so.
 

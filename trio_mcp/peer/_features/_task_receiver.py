@@ -8,7 +8,7 @@ is checked against the requestor's context and rate limit.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ..._errors import METHOD_NOT_FOUND, McpError
@@ -118,13 +118,13 @@ class TaskReceiver(PeerCore):
         registry.check_rate(self.context)
         return (await registry.record(self.context, task_id)).wire()
 
-    async def _on_tasks_result(self, req: Request) -> dict[str, Any]:
+    def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        return await registry.result(self.context, task_id, self)
+        return registry.result(self.context, task_id, self)  # the session awaits it
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")

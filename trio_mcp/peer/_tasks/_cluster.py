@@ -295,6 +295,11 @@ class Cluster:
             raise expired()
         return record
 
+    async def reread(self, owner: str, task_id: str, record: TaskRecord) -> TaskRecord:
+        """``owner``'s task as stored now, after this process's writes (``record`` may
+        be stale: another process may have changed it)."""
+        return await self.lookup(owner, task_id)
+
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:
         """``tasks/result``'s wait: until the task is terminal, wherever it runs.
 

@@ -312,12 +312,10 @@ class TaskRegistry(TaskLedger):
         record = await side.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
-        if self.cancel_actor(task_id, requestor):
-            await side.settle()
-        else:
+        if not self.cancel_actor(task_id, requestor):
             # Its actor runs in another process: the stored cancel reaches it.
             await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        record = await side.lookup(owner, task_id)
+        record = await side.reread(owner, task_id, record)  # once durable
         if record.status is not TaskStatus.CANCELLED:
             raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)

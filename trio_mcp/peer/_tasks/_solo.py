@@ -15,6 +15,7 @@ in memory are answered in the task that read the request (:mod:`trio_mcp._inline
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import final
 
 import trio
@@ -40,6 +41,11 @@ class Solo:
     def __init__(self, ledger: TaskLedger, store: TaskStore) -> None:
         self.store = store
         self._ledger = ledger
+        #: Return once every change is durable (SQLite: committed; memory: at once):
+        #: the store's own ``sync`` (no coroutine of ours around it, on the hot path).
+        #: Raises McpError while the store is failing (e.g. disk full; nothing is lost);
+        #: cancelled, it stops waiting and the writes go on.
+        self.settle: Callable[[], Awaitable[None]] = store.sync
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the store's background work, if any (this side sends it no hints)."""
@@ -47,16 +53,6 @@ class Solo:
 
     def on_hint(self, kind: str, task_id: str) -> None:
         """A store used by one process sends no hints."""
-
-    async def settle(self) -> None:
-        """Return once every change is durable (SQLite: committed; memory: at once).
-
-        Raises:
-            McpError: The store is failing (e.g. disk full); nothing was lost.
-
-        Cancellation: stops waiting; the writes go on.
-        """
-        await self.store.sync()
 
     async def create(self, record: TaskRecord, max_live: int) -> None:
         """Store a new record durably (at once in memory); set its sequence number.
@@ -90,6 +86,11 @@ class Solo:
         """
         record = self._ledger.lookup(owner, task_id)
         await self.settle()  # a status is told only once it is durable
+        return record
+
+    async def reread(self, owner: str, task_id: str, record: TaskRecord) -> TaskRecord:
+        """``record`` (this process holds the truth) once its change is durable."""
+        await self.settle()
         return record
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:

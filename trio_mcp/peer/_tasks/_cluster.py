@@ -42,10 +42,17 @@ from .._messages import TaskStatus
 from ._actor import TaskActor
 from ._connection import TaskConnection
 from ._creates import CreateBatcher
-from ._ledger import TaskLedger, expired, live_cap_reached, owned
+from ._ledger import (
+    CANCEL_MESSAGE,
+    TaskLedger,
+    already_terminal,
+    expired,
+    live_cap_reached,
+    owned,
+)
 from ._shared import store_unavailable
 from ._state import TaskEvent
-from ._store import CapReached, InputAnswer, InputItem, TaskRecord, TaskStore
+from ._store import CapReached, InputAnswer, InputItem, TaskRecord, TaskStore, now_iso
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -295,10 +302,26 @@ class Cluster:
             raise expired()
         return record
 
-    async def reread(self, owner: str, task_id: str, record: TaskRecord) -> TaskRecord:
-        """``owner``'s task as stored now, after this process's writes (``record`` may
-        be stale: another process may have changed it)."""
-        return await self.lookup(owner, task_id)
+    async def cancel(
+        self, owner: str, task_id: str, requestor: TaskConnection | None
+    ) -> TaskRecord:
+        """``tasks/cancel`` wherever the task runs: a local actor is cancelled here (status
+        first, then its scope), any other through the store (the stored cancel reaches
+        its process); the record as stored afterwards.
+
+        Raises:
+            McpError: -32602 for an unknown task or one already terminal (also when it
+                ended first in another process); -32603 when the store is unavailable.
+        """
+        record = await self.lookup(owner, task_id)
+        if record.status.is_terminal:
+            raise already_terminal(record)
+        if not self._ledger.cancel_actor(task_id, requestor):
+            await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+        record = await self.lookup(owner, task_id)
+        if record.status is not TaskStatus.CANCELLED:
+            raise already_terminal(record)  # it ended first, in another process
+        return record
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:
         """``tasks/result``'s wait: until the task is terminal, wherever it runs.

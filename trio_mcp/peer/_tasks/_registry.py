@@ -38,15 +38,15 @@ from typing import Any, Final, final
 import trio
 
 from ..._errors import McpError
-from .._messages import Task, TaskStatus
+from .._messages import Task
 from ._actor import TaskActor, Work
 from ._cluster import Cluster
 from ._connection import TaskConnection
-from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
+from ._ledger import TaskLedger, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._open import open_task_store
 from ._solo import Solo
-from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore, now_iso
+from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
@@ -308,15 +308,6 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown task or one already terminal;
                 -32603 when the store is unavailable.
         """
-        side = self.side
-        record = await side.lookup(owner, task_id)
-        if record.status.is_terminal:
-            raise already_terminal(record)
-        if not self.cancel_actor(task_id, requestor):
-            # Its actor runs in another process: the stored cancel reaches it.
-            await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        record = await side.reread(owner, task_id, record)  # once durable
-        if record.status is not TaskStatus.CANCELLED:
-            raise already_terminal(record)  # it ended first, in another process
+        record = await self.side.cancel(owner, task_id, requestor)
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record

@@ -22,7 +22,7 @@ import trio
 
 from ..._inline import at_once, leave_reader
 from ._connection import TaskConnection
-from ._ledger import TaskLedger, live_cap_reached
+from ._ledger import TaskLedger, already_terminal, live_cap_reached
 from ._store import CapReached, TaskRecord, TaskStore
 
 
@@ -88,8 +88,21 @@ class Solo:
         await self.settle()  # a status is told only once it is durable
         return record
 
-    async def reread(self, owner: str, task_id: str, record: TaskRecord) -> TaskRecord:
-        """``record`` (this process holds the truth) once its change is durable."""
+    async def cancel(
+        self, owner: str, task_id: str, requestor: TaskConnection | None
+    ) -> TaskRecord:
+        """``tasks/cancel``: the local actor's task cancelled (status first, then its
+        scope), the record once durable.
+
+        Raises:
+            McpError: -32602 for an unknown task or one already terminal; -32603
+                when the store fails.
+        """
+        ledger = self._ledger
+        record = ledger.lookup(owner, task_id)
+        if record.status.is_terminal:
+            raise already_terminal(record)
+        ledger.cancel_actor(task_id, requestor)
         await self.settle()
         return record
 

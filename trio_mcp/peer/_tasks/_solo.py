@@ -1,8 +1,8 @@
 """The registry's store half when one process alone uses the store (memory, SQLite).
 
 :class:`Solo` and :class:`~._cluster.Cluster` give the registry the same few
-operations (``run``, ``settle``, ``create``, ``lookup``, ``wait_terminal``, and the
-ledger's ``written``/``deleted``), so each ``tasks/*`` operation has one code path
+operations (``run``, ``settle``, ``create``, ``lookup``, ``wait_terminal``, ``cancel``,
+and the ledger's ``written``/``deleted``), so each ``tasks/*`` operation has one code path
 in :class:`~._registry.TaskRegistry`. They differ in who holds the truth: here the
 process does (the ledger's records are the store's own objects; the store makes
 them durable), there the shared store does.

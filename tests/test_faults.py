@@ -177,7 +177,7 @@ async def test_faults_receiver_keeps_the_task_and_its_result_over_a_new_websocke
         gate.set()
         with trio.fail_after(10):
             await actor.done.wait()
-        record = app.registry.store.get(task_id)
+        record = app.registry.records.get(task_id)
         assert record is not None and record.status is TaskStatus.COMPLETED
 
         async with trio_mcp.open_websocket_client(address.url, token="token-alice") as alice:
@@ -194,7 +194,7 @@ async def test_faults_receiver_keeps_the_task_and_its_result_over_a_new_websocke
             with pytest.raises(trio_mcp.RemoteError) as got:
                 await alice.task_result(task_id)
             assert got.value.code == trio_mcp.INVALID_PARAMS
-        assert app.registry.store.get(task_id) is None
+        assert app.registry.records.get(task_id) is None
         nursery.cancel_scope.cancel()
 
 

@@ -592,7 +592,7 @@ class Interleaving:
                 self.answers_send.send_nowait("accept")
             await trio.sleep(120)
             for k, task_id in enumerate(self.ids):
-                record = registry.store.get(task_id)
+                record = registry.records.get(task_id)
                 assert record is None or record.status in TERMINAL, (k, record)
                 # The requestor agrees with the receiver.
                 if record is not None:

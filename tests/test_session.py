@@ -6,6 +6,7 @@ envelopes into the bus's transport end and reading what the session writes.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ import trio
 import trio.testing
 
 from trio_mcp import ConnectionClosed, McpError, RemoteError, RemoteProtocolError
+from trio_mcp._inline import leave_reader
 from trio_mcp.peer._messages import (
     ErrorData,
     ErrorResponse,
@@ -375,10 +377,51 @@ async def test_session_immediate_handler_errors_become_error_responses() -> None
         assert "secret" not in second.error.message
 
 
+async def test_session_immediate_coroutine_that_does_not_wait_is_answered_inline() -> None:
+    """A coroutine an immediate handler returns is started in the dispatching task: if it
+    returns without waiting it is answered there (no Trio task, one async path)."""
+    seen: list[Any] = []
+    flag: contextvars.ContextVar[int] = contextvars.ContextVar("flag", default=0)
+
+    async def answer(req: Request) -> dict[str, Any]:
+        flag.set(7)  # set in the coroutine's own context, not the reader's
+        seen.append((current_request_id.get(), trio.lowlevel.current_task().name))
+        if req.params:
+            await leave_reader()  # the rest runs as the request's own task
+        return {"ok": req.id}
+
+    def now(req: Request) -> Any:
+        return answer(req)
+
+    async with running_session(immediate_handlers={"now": now}) as (session, ends):
+        await ends.to_peer.send(Request(1, "now"))
+        reply = await _next(ends)
+        assert isinstance(reply, Response) and reply.result == {"ok": 1}
+        assert seen[0][0] == 1 and "_serve" not in seen[0][1]
+        await ends.to_peer.send(Request(2, "now", {"wait": True}))
+        reply = await _next(ends)
+        assert isinstance(reply, Response) and reply.result == {"ok": 2}
+        assert flag.get() == 0 and not session._inflight
+
+
+async def test_session_inline_coroutine_that_waits_without_leaving_is_an_internal_error() -> None:
+    """A Trio trap reached inline has recorded the reader's task as the waiter: it
+    cannot be moved, so the request fails (-32603) instead of blocking the reader."""
+
+    async def bad(req: Request) -> Any:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async with running_session(immediate_handlers={"bad": bad}) as (_, ends):
+        await ends.to_peer.send(Request(1, "bad"))
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse) and reply.error.code == -32603
+
+
 async def test_session_immediate_handler_may_defer_to_a_cancellable_task() -> None:
     stopped = trio.Event()
 
     async def wait_forever() -> Any:
+        await leave_reader()  # started inline: leave the reader before waiting
         try:
             await trio.sleep_forever()
         finally:

@@ -1,7 +1,7 @@
-"""The task stores: one contract suite run against every store, then what only durable ones do.
+"""The stores of one process (memory, SQLite) under an App, then what only SQLite does.
 
-Like trio's ``check_two_way_stream``: the same checks for ``MemoryTaskStore``
-and ``SqliteTaskStore`` (a Redis store is not built yet).
+The :class:`TaskStore` contract itself runs on all four stores in
+``tests/test_store_contract.py`` (like trio's ``check_two_way_stream``).
 """
 
 from __future__ import annotations
@@ -57,36 +57,7 @@ def _record(n: int, owner: str = "identity:a", **changes: Any) -> TaskRecord:
     return TaskRecord(**fields)
 
 
-# --- the contract, for every store -----------------------------------------------------
-
-
-@pytest.mark.parametrize("kind", STORES)
-async def test_store_contract_add_get_update_delete(kind: str, tmp_path: Path) -> None:
-    async with opened(kind, tmp_path) as store:
-        record = _record(1)
-        store.add(record)
-        assert store.get("task-1") is record and len(store) == 1
-        record.status = TaskStatus.COMPLETED
-        record.outcome = {"content": [], "isError": False}
-        store.update(record)
-        got = store.get("task-1")
-        assert got is not None and got.status is TaskStatus.COMPLETED
-        store.delete("task-1")
-        store.delete("task-1")  # no error when already gone
-        assert store.get("task-1") is None and len(store) == 0
-
-
-@pytest.mark.parametrize("kind", STORES)
-async def test_store_contract_pages_one_owner_in_creation_order(kind: str, tmp_path: Path) -> None:
-    async with opened(kind, tmp_path) as store:
-        for n in range(1, 8):
-            store.add(_record(n, owner="identity:a" if n % 2 else "identity:b"))
-        store.delete("task-3")
-        page, more = store.page("identity:a", 0, 2)
-        assert [r.task_id for r in page] == ["task-1", "task-5"] and more
-        page, more = store.page("identity:a", 5, 2)
-        assert [r.task_id for r in page] == ["task-7"] and not more
-        assert store.page("identity:nobody", 0, 10) == ([], False)
+# --- memory and SQLite under an App (the contract itself: test_store_contract.py) -----
 
 
 @pytest.mark.parametrize("kind", STORES)
@@ -118,8 +89,7 @@ async def test_store_sqlite_reopens_with_every_record_and_outcome(tmp_path: Path
     running = _record(3)
     forever = _record(4, ttl=None, deadline=math.inf, status=TaskStatus.COMPLETED, outcome={})
     for record in (done, failed, running, forever):
-        store.add(record)
-    await store.sync()
+        await store.create(record, max_live=10)  # committed when it returns
     await store.aclose()
 
     again = SqliteTaskStore(path)
@@ -132,7 +102,7 @@ async def test_store_sqlite_reopens_with_every_record_and_outcome(tmp_path: Path
         assert by_id["task-3"].status_message == LOST_MESSAGE
         assert by_id["task-4"].deadline == math.inf and by_id["task-4"].ttl is None
         assert restored.lost == 1
-        assert again.get("task-2") is not None  # loaded into memory too
+        assert await again.get("task-2") is not None  # loaded into memory too
     finally:
         await again.aclose()
     third = SqliteTaskStore(path)
@@ -144,9 +114,8 @@ async def test_store_sqlite_drops_expired_records_on_open(tmp_path: Path) -> Non
     path = tmp_path / "tasks.db"
     store = SqliteTaskStore(path)
     await store.open()
-    store.add(_record(1, ttl=1, deadline=trio.current_time() + 0.001))
-    store.add(_record(2))
-    await store.sync()
+    await store.create(_record(1, ttl=1, deadline=trio.current_time() + 0.001), max_live=10)
+    await store.create(_record(2), max_live=10)
     await store.aclose()
     await trio.sleep(0.05)  # real time: the expiry is a wall-clock instant on disk
     again = SqliteTaskStore(path)
@@ -187,6 +156,8 @@ async def test_store_sqlite_failing_disk_is_a_clear_error_then_recovers(
     path = tmp_path / "tasks.db"
     store = SqliteTaskStore(path)
     await store.open()
+    record = _record(1)
+    await store.create(record, max_live=10)
     saboteur = sqlite3.connect(path)
     saboteur.executescript(
         "CREATE TABLE broken (x); INSERT INTO broken VALUES (1);"
@@ -195,7 +166,14 @@ async def test_store_sqlite_failing_disk_is_a_clear_error_then_recovers(
     )
     saboteur.commit()
     try:
-        store.add(_record(1))
+        # A create is committed before it returns: on a failing disk it is refused.
+        with pytest.raises(McpError) as info:
+            await store.create(_record(2), max_live=10)
+        assert info.value.code == -32603 and "disk is full" in info.value.message
+        assert await store.get("task-2") is None
+        record.status = TaskStatus.COMPLETED
+        record.outcome = {"content": [], "isError": False}
+        assert await store.update(record)  # queued at once
         with pytest.raises(McpError) as info:
             await store.sync()
         assert info.value.code == -32603 and "disk is full" in info.value.message
@@ -208,7 +186,7 @@ async def test_store_sqlite_failing_disk_is_a_clear_error_then_recovers(
     again = SqliteTaskStore(path)
     restored = await again.open()
     await again.aclose()
-    assert [r.task_id for r in restored.records] == ["task-1"]
+    assert [(r.task_id, r.status) for r in restored.records] == [("task-1", TaskStatus.COMPLETED)]
 
 
 def test_store_urls() -> None:

@@ -1,13 +1,15 @@
-"""One contract, every store: the task registry's ``tasks/*`` behaviour over memory, SQLite,
-Redis and PostgreSQL.
+"""One contract, every store: the :class:`TaskStore` protocol, then the task registry's
+``tasks/*`` behaviour, over memory, SQLite, Redis and PostgreSQL.
 
 The same checks run against :class:`MemoryTaskStore`, :class:`SqliteTaskStore`, a
 ``RedisTaskStore`` on a private ``redis-server`` and a ``PostgresTaskStore`` on a fresh
-database of a private PostgreSQL server (shared stores: the registry then reads every
-record from the store). They go through the registry's own operations (create, get,
-list, cancel, result), so a store passes only if a requestor would see the same thing
-whichever store a server runs on. Then what only the shared store adds: a Redis outage
-is a clear error, nothing acknowledged is lost, and service resumes.
+database of a private PostgreSQL server. First the store itself, operation by operation
+(the one async contract every store implements: create with the live cap, compare-and-set
+updates, cancel, pages, the input side channel); then through the registry's own
+operations (create, get, list, cancel, result), so a store passes only if a requestor
+would see the same thing whichever store a server runs on (shared stores: the registry
+then reads every record from the store). Then what only the shared store adds: a Redis
+outage is a clear error, nothing acknowledged is lost, and service resumes.
 """
 
 from __future__ import annotations
@@ -17,14 +19,26 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 import trio_mcp
 from trio_mcp import McpError, TaskStatus
+from trio_mcp._inline import run_inline
 from trio_mcp.peer._tasks import TaskActor, TaskRegistry
+from trio_mcp.peer._tasks._open import open_task_store
+from trio_mcp.peer._tasks._store import (
+    CapReached,
+    InputAnswer,
+    InputItem,
+    Opened,
+    TaskStore,
+)
 
 from .redis_server import RedisServer
+from .shared_store_support import opened
+from .shared_store_support import record as working_record
 
 STORES = ("memory", "sqlite", "redis", "postgres")
 OWNER, OTHER = "identity:alice", "identity:bob"
@@ -34,17 +48,176 @@ OWNER, OTHER = "identity:alice", "identity:bob"
 async def registry(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, **limits: Any
 ) -> AsyncIterator[TaskRegistry]:
-    store: str | None = None
-    if kind == "sqlite":
-        store = f"sqlite:///{tmp_path}/tasks.db"
-    elif kind == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        store = f"{server.url}&lease=2"
-    elif kind == "postgres":
-        store = f"{request.getfixturevalue('postgres_url')}&lease=2"
+    store = store_url(kind, request, tmp_path)
     reg = TaskRegistry(trio_mcp.TaskLimits(**limits), store=store)
     async with reg.running():
         yield reg
+
+
+def store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh store of ``kind`` (Redis and PostgreSQL: private servers)."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path}/tasks.db"
+    if kind == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return f"{server.url}&lease=2"
+    if kind == "postgres":
+        return f"{request.getfixturevalue('postgres_url')}&lease=2"
+    return "memory"
+
+
+@asynccontextmanager
+async def a_store(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[TaskStore]:
+    """A store of ``kind``, opened and running, closed after the block."""
+    store: TaskStore = open_task_store(store_url(kind, request, tmp_path))
+    assert isinstance(store, TaskStore)
+    async with opened(store) as (running, _):
+        yield running
+
+
+# --- the TaskStore contract, operation by operation -------------------------------------
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_store_create_get_update_is_compare_and_set(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with a_store(kind, request, tmp_path) as store:
+        assert store.shared is (kind in ("redis", "postgres"))
+        first = working_record("t-cas-1", OWNER)
+        seq = await store.create(first, max_live=10)
+        second_seq = await store.create(working_record("t-cas-2", OWNER), max_live=10)
+        assert 0 < seq < second_seq
+        got = await store.get("t-cas-1")
+        assert got is not None and (got.owner, got.status, got.seq) == (
+            OWNER, TaskStatus.WORKING, seq,
+        )  # fmt: skip
+        done = attrs.evolve(
+            first, seq=seq, status=TaskStatus.COMPLETED, status_message=None,
+            outcome={"content": [{"type": "text", "text": "é"}], "isError": False},
+        )  # fmt: skip
+        assert await store.update(done) is True
+        got = await store.get("t-cas-1")
+        assert got is not None and got.status is TaskStatus.COMPLETED
+        assert got.outcome == done.outcome
+        # Terminal in the store: a later write is dropped (another process cancelled it...).
+        late = attrs.evolve(first, seq=seq, status=TaskStatus.FAILED, status_message="late")
+        assert await store.update(late) is False
+        assert await store.update_many([late]) == [False]
+        got = await store.get("t-cas-1")
+        assert got is not None and got.status is TaskStatus.COMPLETED
+        await store.delete("t-cas-1")
+        await store.delete("t-cas-1")  # no error when already gone
+        assert await store.get("t-cas-1") is None
+        assert await store.update(done) is False  # gone
+        await store.sync()  # every change so far durable
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_store_live_cap_is_atomic_with_create(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with a_store(kind, request, tmp_path) as store:
+        a, b = working_record("t-cap-1", OWNER), working_record("t-cap-2", OWNER)
+        a.seq = await store.create(a, max_live=2)
+        await store.create(b, max_live=2)
+        with pytest.raises(CapReached):
+            await store.create(working_record("t-cap-3", OWNER), max_live=2)
+        assert await store.create(working_record("t-cap-x", OTHER), max_live=2) > 0
+        assert await store.get("t-cap-3") is None  # refused: not stored
+        a.status = TaskStatus.COMPLETED  # a terminal task leaves the live count
+        assert await store.update(a) is True
+        answers = await store.create_many(
+            [working_record("t-cap-4", OWNER), working_record("t-cap-5", OWNER)], max_live=2
+        )
+        assert isinstance(answers[0], int) and isinstance(answers[1], CapReached)
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_store_pages_one_owner_in_creation_order(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with a_store(kind, request, tmp_path) as store:
+        seqs = {}
+        for n in range(1, 8):
+            owner = OWNER if n % 2 else OTHER
+            seqs[n] = await store.create(working_record(f"t-page-{n}", owner), max_live=10)
+        await store.delete("t-page-3")
+        page, more = await store.page(OWNER, 0, 2)
+        assert [r.task_id for r in page] == ["t-page-1", "t-page-5"] and more
+        page, more = await store.page(OWNER, seqs[5], 2)
+        assert [r.task_id for r in page] == ["t-page-7"] and not more
+        assert await store.page("identity:nobody", 0, 10) == ([], False)
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_store_cancel_and_terminal_among(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with a_store(kind, request, tmp_path) as store:
+        running, victim = working_record("t-run", OWNER), working_record("t-victim", OWNER)
+        await store.create(running, max_live=10)
+        await store.create(victim, max_live=10)
+        cancelled = await store.cancel("t-victim", "stop", "2026-11-28T00:00:00.000Z")
+        assert cancelled is not None and cancelled.status is TaskStatus.CANCELLED
+        assert cancelled.status_message == "stop"
+        again = await store.cancel("t-victim", "twice", "2026-11-28T00:00:01.000Z")
+        assert again is not None and again.status_message == "stop"  # terminal: unchanged
+        assert await store.cancel("t-unknown", "x", "2026-11-28T00:00:00.000Z") is None
+        stopped = await store.terminal_among(["t-run", "t-victim", "t-unknown"])
+        assert stopped == {"t-victim", "t-unknown"}
+        late = attrs.evolve(victim, status=TaskStatus.COMPLETED)
+        assert await store.update(late) is False  # the cancel won
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_store_input_side_channel(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with a_store(kind, request, tmp_path) as store:
+        await store.create(working_record("t-in", OWNER), max_live=10)
+        first = InputItem("1", "elicitation/create", {"message": "one?"})
+        second = InputItem("2", "sampling/createMessage", {"messages": []})
+        await store.push_input("t-in", first)
+        await store.push_input("t-in", second)
+        assert await store.peek_inputs("t-in") == [first, second]
+        assert await store.claim_input("t-in", "2") == second
+        assert await store.claim_input("t-in") == first
+        assert await store.claim_input("t-in") is None
+        await store.requeue_input("t-in", first)
+        assert await store.peek_inputs("t-in") == [first]
+        assert await store.take_answer("t-in", "1") is None
+        answer_ = InputAnswer(result={"action": "accept", "content": {"ok": True}})
+        await store.answer_input("t-in", "1", answer_)
+        assert await store.take_answer("t-in", "1") == answer_
+        assert await store.take_answer("t-in", "1") is None
+
+
+@pytest.mark.parametrize("kind", ("memory", "sqlite"))
+async def test_store_of_one_process_answers_without_waiting(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What a store can do at once it does at once: the memory store's operations, and
+    SQLite's reads and queued writes, return without suspending (a request is answered
+    in the task that read it); SQLite's sync leaves only while a commit is due."""
+    async with a_store(kind, request, tmp_path) as store:
+        record = working_record("t-now", OWNER)
+        await store.create(record, max_live=10)
+        record.status = TaskStatus.COMPLETED
+        for op in (
+            store.get("t-now"), store.page(OWNER, 0, 10), store.update(record),
+            store.terminal_among(["t-now"]), store.peek_inputs("t-now"),
+        ):  # fmt: skip
+            done, _ = run_inline(op)
+            assert done
+        done, rest = run_inline(store.sync())
+        assert done is (kind == "memory")
+        if not done:
+            await rest  # type: ignore[misc]  # the commit, in this task
+        opened_ = await store.open() if kind == "memory" else None
+        assert opened_ is None or (isinstance(opened_, Opened) and len(opened_.cursor_secret) >= 16)
 
 
 class Requestor:

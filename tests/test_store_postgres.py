@@ -21,14 +21,8 @@ import trio
 
 from trio_mcp import McpError, TaskRegistry
 from trio_mcp.peer._messages import ErrorData, TaskStatus
-from trio_mcp.peer._tasks._shared import (
-    LEASE_LOST_MESSAGE,
-    CapReached,
-    InputAnswer,
-    InputItem,
-    SharedTaskStore,
-)
-from trio_mcp.peer._tasks._store import now_iso
+from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
+from trio_mcp.peer._tasks._store import CapReached, InputAnswer, InputItem, TaskStore, now_iso
 
 from .helpers import EXAMPLES, ROOT
 from .postgres_server import PostgresServer, require_postgres
@@ -52,7 +46,7 @@ def _sql(url: str, query: str, *args: Any) -> list[Any]:
     """Run one statement on the store's database (a test's side door)."""
     import psycopg
 
-    from trio_mcp.peer._tasks._postgres import parse_url
+    from trio_mcp.peer._tasks._postgres_conn import parse_url
 
     with psycopg.connect(parse_url(url)[0], autocommit=True) as conn:
         cur = conn.execute(query.encode(), args)
@@ -73,10 +67,11 @@ async def _eventually(check: Callable[[], Any], timeout: float) -> None:
 def test_postgres_urls() -> None:
     require_postgres()
     from trio_mcp.peer._tasks._open import open_task_store
-    from trio_mcp.peer._tasks._postgres import PostgresTaskStore, parse_url
+    from trio_mcp.peer._tasks._postgres import PostgresTaskStore
+    from trio_mcp.peer._tasks._postgres_conn import parse_url
 
     store = open_task_store("postgresql://app@db.internal:6543/tasks?lease=1.5&sslmode=require")
-    assert isinstance(store, PostgresTaskStore) and isinstance(store, SharedTaskStore)
+    assert isinstance(store, PostgresTaskStore) and isinstance(store, TaskStore) and store.shared
     assert (store.lease_seconds, store.hint_seconds, store.schema, store.pool_size) == (
         1.5, 0.5, "trio_mcp", 8,
     )  # fmt: skip
@@ -487,10 +482,10 @@ async def test_postgres_aclose_fails_this_process_tasks(postgres_url: str) -> No
 async def test_postgres_shares_the_cursor_secret_and_schemas_isolate(postgres_url: str) -> None:
     one, two = _store(postgres_url), _store(postgres_url)
     other = _store(postgres_url, schema="other")
-    secret = await one.open()
+    secret = (await one.open()).cursor_secret
     try:
-        assert len(secret) == 16 and await two.open() == secret
-        assert await other.open() != secret
+        assert len(secret) == 16 and (await two.open()).cursor_secret == secret
+        assert (await other.open()).cursor_secret != secret
         await one.create(_record("t-1"), max_live=1)
         assert await other.get("t-1") is None
         await other.create(_record("t-1"), max_live=1)

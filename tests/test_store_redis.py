@@ -19,14 +19,8 @@ import trio
 
 from trio_mcp import McpError
 from trio_mcp.peer._messages import ErrorData, TaskStatus
-from trio_mcp.peer._tasks._shared import (
-    LEASE_LOST_MESSAGE,
-    CapReached,
-    InputAnswer,
-    InputItem,
-    SharedTaskStore,
-)
-from trio_mcp.peer._tasks._store import now_iso
+from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
+from trio_mcp.peer._tasks._store import CapReached, InputAnswer, InputItem, TaskStore, now_iso
 
 from .redis_server import RedisServer, require_redis
 from .shared_store_support import Hints
@@ -62,7 +56,7 @@ def test_redis_urls() -> None:
     from trio_mcp.peer._tasks._redis import RedisTaskStore
 
     store = open_task_store("redis://localhost:6379/2?lease=1.5&prefix=app&socket_keepalive=1")
-    assert isinstance(store, RedisTaskStore) and isinstance(store, SharedTaskStore)
+    assert isinstance(store, RedisTaskStore) and isinstance(store, TaskStore) and store.shared
     assert (store.lease_seconds, store.prefix) == (1.5, "app")
     assert store._client_url == "redis://localhost:6379/2?socket_keepalive=1"
     unix = open_task_store("unix:///run/redis.sock?db=3")
@@ -337,10 +331,10 @@ async def test_redis_aclose_fails_this_process_tasks(redis_url: str) -> None:
 
 async def test_redis_shares_the_cursor_secret_and_prefixes_isolate(redis_url: str) -> None:
     one, two, other = _store(redis_url), _store(redis_url), _store(redis_url, prefix="other")
-    secret = await one.open()
+    secret = (await one.open()).cursor_secret
     try:
-        assert len(secret) == 16 and await two.open() == secret
-        assert await other.open() != secret
+        assert len(secret) == 16 and (await two.open()).cursor_secret == secret
+        assert (await other.open()).cursor_secret != secret
         await one.create(_record("t-1"), max_live=1)
         assert await other.get("t-1") is None
         await other.create(_record("t-1"), max_live=1)

@@ -147,7 +147,7 @@ async def test_tasks_client_hosted_sampling_polled_by_server(transport: str) -> 
         kind, client_task_id, _ = seen_by(app)[0]
         assert kind == "sampling" and client_task_id is not None
         # The client's registry hosted it and it completed.
-        record = app.registry.store.get(client_task_id)
+        record = app.registry.records.get(client_task_id)
         assert record is not None and record.status is TaskStatus.COMPLETED
 
 
@@ -173,7 +173,7 @@ async def test_tasks_client_hosted_elicitation_polled_by_server(kind: str) -> No
     tasks = [t for kind_, t, _ in seen_by(app) if kind_ == "elicitation"]
     assert len(tasks) == 2 and all(t is not None for t in tasks)
     # The client's registry hosted both, with the TTL the server asked for.
-    assert all(app.registry.store.get(t).ttl == 10_000 for t in tasks)  # type: ignore[union-attr]
+    assert all(app.registry.records.get(t).ttl == 10_000 for t in tasks)  # type: ignore[union-attr]
 
 
 async def test_tasks_progress_token_valid_for_task_lifetime(transport: str) -> None:
@@ -303,8 +303,8 @@ async def test_tasks_ttl_expiry_deletes_the_task(autojump_clock: trio.abc.Clock)
         with pytest.raises(trio_mcp.RemoteError) as info:
             await client.get_task(short.task_id)
         assert info.value.code == trio_mcp.INVALID_PARAMS
-        assert app.registry.store.get(short.task_id) is None  # the reaper deleted it
-        assert app.registry.store.get(capped.task_id) is not None
+        assert app.registry.records.get(short.task_id) is None  # the reaper deleted it
+        assert app.registry.records.get(capped.task_id) is not None
         await trio.sleep(60)
         assert len(app.registry) == 0
 

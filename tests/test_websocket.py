@@ -377,7 +377,7 @@ async def test_websocket_authenticate_callback_maps_tokens_to_identities() -> No
         async with trio_mcp.open_websocket_client(address.url, token="key-42") as client:
             handle = await client.call_tool_task("sleep", {"seconds": 0})
             await handle.result()
-        record = app.registry.store.get(handle.task_id)
+        record = app.registry.records.get(handle.task_id)
         assert record is not None and record.owner == "identity:user-42"
         with pytest.raises(trio_websocket.ConnectionRejected) as got:
             async with trio_mcp.open_websocket_client(address.url, token="nope"):

@@ -159,7 +159,7 @@ class Host:
 
     def check(self, task_id: str) -> None:
         """Emit the task's status if it changed since last seen."""
-        record = self.registry.store.get(task_id) if self.registry is not None else None
+        record = self.registry.records.get(task_id) if self.registry is not None else None
         if record is None:
             return
         status = record.status

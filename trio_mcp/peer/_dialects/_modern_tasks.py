@@ -34,12 +34,13 @@ from ..._errors import (
     MISSING_CLIENT_CAPABILITY,
     McpError,
 )
+from ..._inline import leave_reader
 from .._features._base import PeerCore
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
-from .._tasks._shared import InputAnswer
+from .._tasks._store import InputAnswer
 from ._era import ModernRequest
 from ._mrtr import InputRequired
 
@@ -161,6 +162,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     actor = registry.running_actor(task_id)
     if actor is None:
         return created
+    await leave_reader()  # the prelude runs the tool: it waits in a task of its own
     prelude = actor.prelude = Prelude(modern)
     actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
     actor.wrap_work(_in_prelude(prelude))
@@ -261,11 +263,7 @@ async def _record(peer: PeerCore, task_id: str) -> TaskRecord:
     check_task_scopes(peer, "tasks/*")
     registry = peer.app.registry
     registry.check_rate(peer.context)
-    if registry.cluster is None:
-        record = registry.get_now(peer.context, task_id)
-        await registry.settle()
-        return record
-    return await registry.cluster.lookup(peer.context, task_id)
+    return await registry.record(peer.context, task_id)
 
 
 async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from .._messages import (
     ListTasksResult,
     PaginatedParams,
     Request,
-    Task,
     TaskMetadata,
     from_wire,
     task_capability,
@@ -25,7 +24,6 @@ from .._messages import (
 from .._session import Reply
 from .._tasks import TaskActor
 from ._base import AppView, PeerCore
-from ._dialect import Dialect
 from ._scopes import check_task_scopes
 
 T = TypeVar("T")
@@ -42,43 +40,16 @@ async def create_task(
     """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
 
     The work starts once the answer is on the wire (the reply's ``after_send``).
+    Completes without waiting when the store needs no wait (memory): an
+    immediate handler returns this coroutine and the session answers inline.
 
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
     """
-    actor = await _create(peer, req, task, request_meta, work, peer.app.registry.create)
-    return _created(actor, result_meta, req.dialect)
-
-
-def accept_task(
-    peer: PeerCore,
-    req: Request,
-    task: TaskMetadata,
-    request_meta: dict[str, Any] | None,
-    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
-    result_meta: dict[str, Any] | None = None,
-) -> Reply | Coroutine[Any, Any, Reply]:
-    """:func:`create_task` for an immediate handler: the reply now when the store needs
-    no wait (``registry.immediate``), else the coroutine of :func:`create_task`."""
     registry = peer.app.registry
-    if not registry.immediate:
-        return create_task(peer, req, task, request_meta, work, result_meta)
-    actor = _create(peer, req, task, request_meta, work, registry.create_now)
-    return _created(actor, result_meta, req.dialect)
-
-
-def _create(
-    peer: PeerCore,
-    req: Request,
-    task: TaskMetadata,
-    request_meta: dict[str, Any] | None,
-    work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
-    create: Callable[..., T],
-) -> T:
-    """Check the rate, then ``registry.create`` or ``create_now`` with the request's terms."""
-    peer.app.registry.check_rate(peer.context)
+    registry.check_rate(peer.context)
     token = (request_meta or {}).get("progressToken")
-    return create(
+    actor = await registry.create(
         peer.context,
         req.method,
         work,
@@ -86,13 +57,8 @@ def _create(
         origin=peer,
         progress_token=token if isinstance(token, str | int) else None,
     )
-
-
-def _created(
-    actor: TaskActor, result_meta: dict[str, Any] | None, dialect: Dialect | None
-) -> Reply:
-    if dialect is not None:  # 2026-07-28: the requestor pulls the questions
-        actor.pulled = dialect.task_questions()
+    if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
+        actor.pulled = req.dialect.task_questions()
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
     result: dict[str, Any] = {"task": actor.record.wire()}
     if result_meta is not None:
@@ -118,7 +84,7 @@ class TaskReceiver(PeerCore):
 
     def install(self) -> None:
         self.session.request_handlers["tasks/list"] = self._on_tasks_list
-        # Answered at once (no Trio task) while the store needs no wait.
+        # Started in the reader's task: answered there unless the store must be waited on.
         self.session.immediate_handlers.update(
             {
                 "tasks/get": self._on_tasks_get,
@@ -142,29 +108,21 @@ class TaskReceiver(PeerCore):
         if tasks is None or (feature is not None and feature not in tasks):
             raise McpError(METHOD_NOT_FOUND, "Method not found: this side does not host tasks")
 
-    def _on_tasks_get(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
+    async def _on_tasks_get(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            return registry.get_now(self.context, task_id).wire()
-        return registry.get(self.context, task_id)
+        return (await registry.record(self.context, task_id)).wire()
 
-    def _on_tasks_result(
-        self, req: Request
-    ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
+    def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            done = registry.result_now(self.context, task_id)
-            if done is not None:
-                return done
-        return registry.result(self.context, task_id, self)
+        return registry.result(self.context, task_id, self)  # the session awaits it
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")
@@ -174,12 +132,10 @@ class TaskReceiver(PeerCore):
         tasks, cursor = await self.app.registry.list(self.context, params.cursor)
         return ListTasksResult(tasks, cursor)
 
-    def _on_tasks_cancel(self, req: Request) -> dict[str, Any] | Coroutine[Any, Any, Task]:
+    async def _on_tasks_cancel(self, req: Request) -> dict[str, Any]:
         self._require_tasks("cancel")
         check_task_scopes(self, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
         registry.check_rate(self.context)
-        if registry.immediate:
-            return registry.cancel_now(self.context, task_id, self).wire()
-        return registry.cancel(self.context, task_id, self)
+        return (await registry.cancel_record(self.context, task_id, self)).wire()

@@ -18,6 +18,7 @@ from ..._errors import (
     McpError,
     RemoteError,
 )
+from ..._inline import leave_reader
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
     CallToolParams,
@@ -42,7 +43,7 @@ from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
 from ._dialect import Dialect
 from ._scopes import check_scopes, rule, visible
-from ._task_receiver import accept_task, hosts
+from ._task_receiver import create_task, hosts
 
 log = logging.getLogger("trio_mcp.peer")
 
@@ -118,7 +119,7 @@ class Tools(PeerCore):
             work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            return accept_task(self, req, task, meta, work, response_meta)
+            return create_task(self, req, task, meta, work, response_meta)
         ctx = None
         if spec.context_param:
             ctx = RequestContext(self, req.id, meta, dialect=req.dialect)
@@ -163,6 +164,7 @@ class Tools(PeerCore):
 
         A running task's coroutine chain is actor -> this -> the tool function.
         """
+        await leave_reader()  # started inline by the session: the tool may wait
         kwargs = self._bind(spec, arguments, ctx)
         # A running task keeps neither the raw arguments nor the bound
         # keyword arguments (the function's frame has what it needs).

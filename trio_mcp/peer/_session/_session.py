@@ -3,8 +3,9 @@
 One receive loop takes each incoming message and ``match``-es on its class:
 
 * a :class:`Request` with an :attr:`Session.immediate_handlers` entry is
-  answered right there, in the dispatching task (no Trio task), unless its
-  handler returns a coroutine because it must wait; any other (from
+  answered right there, in the dispatching task (no Trio task): a coroutine
+  it returns is started there too (``trio_mcp._inline``) and moves to a Trio
+  task of its own only when it must wait; any other (from
   :attr:`Session.request_handlers`) runs in its own Trio task under its own
   cancel scope, so ``notifications/cancelled`` can stop it. Handler outcomes
   become wire answers in one place, ``_answer`` and ``_failure``;
@@ -46,6 +47,7 @@ from ..._errors import (
     ConnectionClosed,
     McpError,
 )
+from ..._inline import run_inline
 from .._messages import (
     ErrorData,
     ErrorResponse,
@@ -69,7 +71,9 @@ T = TypeVar("T")
 RequestHandler: TypeAlias = Callable[[Request], Awaitable[Any]]
 #: A handler that answers at once, in the dispatching task: it returns the
 #: result (as a :data:`RequestHandler` does) or raises, or, when it must
-#: wait, returns a coroutine that the session runs as the request's own task.
+#: wait, returns a coroutine: the session starts it in the dispatching task
+#: (``run_inline``) and runs the rest as the request's own task if it awaits
+#: ``leave_reader()`` (which it must before any wait).
 ImmediateHandler: TypeAlias = Callable[[Request], Any]
 NotificationHandler: TypeAlias = Callable[[Notification], None]
 #: Decides whether a request may be served now: ``None`` admits it, an
@@ -448,23 +452,27 @@ def _failure(req: Request, exc: Exception) -> ErrorResponse:
 
 def _answer_at_once(
     session: Session, req: Request, immediate: ImmediateHandler
-) -> CoroutineType[Any, Any, Any] | None:
+) -> Awaitable[Any] | None:
     """Run an immediate handler in the dispatching task and send its answer.
 
     The request's id is current (as in ``Session._serve``) while the handler
-    runs. Returns the coroutine to run as the request's task when the
-    handler must wait, else ``None``.
+    runs. A coroutine it returns is started here too (:func:`run_inline`): if
+    it returns without waiting, that is the answer. Returns the rest of the
+    coroutine to run as the request's task when it must wait, else ``None``.
     """
     token = current_request_id.set(req.id)
     try:
         out = immediate(req)
+        if type(out) is CoroutineType:
+            # Started here too: it answers at once unless it leaves to wait.
+            done, out = run_inline(out)
+            if not done:
+                return out
     except Exception as exc:
         session.reply_now(req, _failure(req, exc), None)
         return None
     finally:
         current_request_id.reset(token)
-    if type(out) is CoroutineType:
-        return out
     # The answer, and what runs once it is sent (a task's actor starts: it
     # outlives the request), belong to no request.
     session.reply_now(req, *_answer(req, out))

@@ -1,6 +1,6 @@
 """The cluster half of the registry: tasks shared by many processes through one store.
 
-With a :class:`~._shared.SharedTaskStore` (Redis) the store holds the truth and
+With a shared :class:`~._store.TaskStore` (Redis, PostgreSQL) the store holds the truth and
 every process reads from it; a process keeps only the actors it runs. This
 module does what crosses processes:
 
@@ -36,15 +36,23 @@ from typing import Any, Final, Literal, TypeAlias, final
 import attrs
 import trio
 
-from ..._errors import RESOURCE_LIMIT, ConnectionClosed, McpError, RemoteError
+from ..._errors import ConnectionClosed, McpError, RemoteError
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._actor import TaskActor
 from ._connection import TaskConnection
 from ._creates import CreateBatcher
-from ._ledger import TaskLedger, expired, owned
-from ._shared import CapReached, InputAnswer, InputItem, SharedTaskStore, store_unavailable
+from ._ledger import (
+    CANCEL_MESSAGE,
+    TaskLedger,
+    already_terminal,
+    expired,
+    live_cap_reached,
+    owned,
+)
+from ._shared import store_unavailable
 from ._state import TaskEvent
-from ._store import TaskRecord
+from ._store import CapReached, InputAnswer, InputItem, TaskRecord, TaskStore, now_iso
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -70,7 +78,10 @@ class Cluster:
         store: The shared store (opened and run by the registry).
     """
 
-    def __init__(self, ledger: TaskLedger, store: SharedTaskStore) -> None:
+    #: Other processes use the store: it, not this process, holds the truth.
+    shared = True
+
+    def __init__(self, ledger: TaskLedger, store: TaskStore) -> None:
         self.store = store
         self._ledger = ledger
         self._send, self._receive = trio.open_memory_channel[_Write](math.inf)
@@ -84,8 +95,7 @@ class Cluster:
         # ask() returns that connection (a nested task is followed there).
         self._via: dict[tuple[str, str], TaskConnection] = {}
         self._nursery: trio.Nursery | None = None
-        create_many = getattr(store, "create_many", None)
-        self._creates = CreateBatcher(create_many) if create_many is not None else None
+        self._creates = CreateBatcher(store.create_many)
         # Terminal records whose terminal write this process stored (compare and set):
         # final in the store until deleted, so read here, not again from the store.
         self._final: collections.OrderedDict[str, TaskRecord] = collections.OrderedDict()
@@ -97,8 +107,7 @@ class Cluster:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.store.run, self)
-            if self._creates is not None:
-                await nursery.start(self._creates.run)
+            await nursery.start(self._creates.run)
             nursery.start_soon(self._writer)
             nursery.start_soon(self._heartbeat)
             task_status.started()
@@ -112,15 +121,14 @@ class Cluster:
             McpError: -32000 at the owner's live-task cap (counted over every
                 process, atomically); -32603 when the store is unavailable.
         """
+        await leave_reader()
         try:
-            if self._creates is not None and self._creates.running:
+            if self._creates.running:
                 record.seq = await self._creates.create(record, max_live)
             else:
                 record.seq = await self.store.create(record, max_live=max_live)
         except CapReached:
-            raise McpError(
-                RESOURCE_LIMIT, f"Too many live tasks: at most {max_live} per requestor"
-            ) from None
+            raise live_cap_reached(record.owner, max_live) from None
 
     # --- ordered writes (the ledger's RecordMirror) --------------------------------------
 
@@ -149,6 +157,7 @@ class Cluster:
         target = self._queued
         if self._stored >= target:
             return
+        await leave_reader()
         with trio.move_on_after(SETTLE_TIMEOUT):
             while self._stored < target:
                 await self._progress.wait()
@@ -283,6 +292,7 @@ class Cluster:
             McpError: -32602 for an unknown, expired or foreign id; -32603
                 when the store is unavailable.
         """
+        await leave_reader()
         await self.settle()
         record = self._final.get(task_id) if final_here else None
         if record is None:
@@ -292,12 +302,34 @@ class Cluster:
             raise expired()
         return record
 
+    async def cancel(
+        self, owner: str, task_id: str, requestor: TaskConnection | None
+    ) -> TaskRecord:
+        """``tasks/cancel`` wherever the task runs: a local actor is cancelled here (status
+        first, then its scope), any other through the store (the stored cancel reaches
+        its process); the record as stored afterwards.
+
+        Raises:
+            McpError: -32602 for an unknown task or one already terminal (also when it
+                ended first in another process); -32603 when the store is unavailable.
+        """
+        record = await self.lookup(owner, task_id)
+        if record.status.is_terminal:
+            raise already_terminal(record)
+        if not self._ledger.cancel_actor(task_id, requestor):
+            await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+        record = await self.lookup(owner, task_id)
+        if record.status is not TaskStatus.CANCELLED:
+            raise already_terminal(record)  # it ended first, in another process
+        return record
+
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:
         """``tasks/result``'s wait: until the task is terminal, wherever it runs.
 
         Meanwhile the task's input requests queued in the store are taken
         and sent over ``peer``, and their answers stored for the actor.
         """
+        await leave_reader()
         hint = self._hint(task_id)
         record = await self._current(owner, task_id)
         if record.status.is_terminal:

@@ -1,12 +1,11 @@
 """Group creates: the new tasks of one pass of the event loop stored in one round trip.
 
-A shared store that has ``create_many`` (Redis: one script for many records) gets
-every create through :class:`CreateBatcher`: a create joins the open batch and
-waits; the batcher's task sends the batch once the tasks that are ready have run
-(while one batch is in flight, the next one fills). Each create still gets its
-own answer (its sequence number, or the cap or the error), and is acknowledged
-only once the store holds it. A store without ``create_many`` is called once
-per create, as before.
+A shared store's creates (``create_many``: Redis, one script for many records;
+PostgreSQL, one function call) all go through :class:`CreateBatcher`: a create
+joins the open batch and waits; the batcher's task sends the batch once the tasks
+that are ready have run (while one batch is in flight, the next one fills). Each
+create still gets its own answer (its sequence number, or the cap or the error),
+and is acknowledged only once the store holds it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ._connection import TaskConnection
 from ._limits import RateLimiter, TaskLimits
 from ._shared import RecordMirror
 from ._state import INITIAL_STATUS, IllegalTransition, TaskEvent, next_status
-from ._store import MemoryTaskStore, TaskOutcome, TaskRecord, TaskStore, new_task_id, now_iso
+from ._store import RecordIndex, TaskOutcome, TaskRecord, TaskStore, new_task_id, now_iso
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
@@ -41,12 +41,16 @@ class TaskLedger:
 
     Args:
         limits: The bounds on TTLs, counts, pages and rates.
-        store: Where records live; :class:`MemoryTaskStore` by default.
+        store: Where records live.
     """
 
-    def __init__(self, limits: TaskLimits, store: TaskStore | None) -> None:
+    def __init__(self, limits: TaskLimits, store: TaskStore) -> None:
         self.limits = limits
-        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        #: Where records live (the one :class:`~._store.TaskStore` contract).
+        self.store = store
+        #: The records this process knows: every one for a store used by this
+        #: process alone (the store's own objects), the running ones for a shared store.
+        self.records = RecordIndex()
         self._actors: dict[str, TaskActor] = {}
         self._live: dict[str, int] = {}
         self._peers: dict[str, list[TaskConnection]] = {}
@@ -57,7 +61,8 @@ class TaskLedger:
         #: record (read it, do not change it). For live views and metrics; an
         #: observer that raises is logged and skipped.
         self.observers: list[Callable[[TaskRecord], None]] = []
-        #: With a shared store: where every change of a local record is copied.
+        #: Where every change of a local record goes, in order (the registry's
+        #: store half: ``Solo`` applies it at once, ``Cluster`` queues it for the store).
         self.mirror: RecordMirror | None = None
         self._seq = 0
 
@@ -124,7 +129,6 @@ class TaskLedger:
             self._live[record.owner] -= 1
             if not self._live[record.owner]:
                 del self._live[record.owner]
-        self.store.update(record)
         if self.mirror is not None:
             self.mirror.written(record)
         self._notify_observers(record)
@@ -159,18 +163,18 @@ class TaskLedger:
         """Forget an actor whose work has ended (its record stays in the store)."""
         if self._actors.get(actor.task_id) is actor:
             del self._actors[actor.task_id]
-            if self.mirror is not None:
+            if self.store.shared:
                 # The shared store keeps the record; this process only its actors.
-                self.store.delete(actor.task_id)
+                self.records.delete(actor.task_id)
 
     # --- lookup and expiry ----------------------------------------------------------------
 
     def new_record(self, owner: str, method: str, requested_ttl: int | None) -> TaskRecord:
         """A new task's record, its TTL granted; -32000 when the registry is full."""
         limits = self.limits
-        if len(self.store) >= limits.max_tasks:
+        if len(self.records) >= limits.max_tasks:
             self._reap_now()
-            if len(self.store) >= limits.max_tasks:
+            if len(self.records) >= limits.max_tasks:
                 audit.warning("task refused context=%s reason=registry-full", owner)
                 raise McpError(
                     RESOURCE_LIMIT, f"Too many tasks: the server keeps at most {limits.max_tasks}"
@@ -194,7 +198,7 @@ class TaskLedger:
     def keep(self, actor: TaskActor) -> None:
         """Keep a new task's record and actor (made from :meth:`new_record`)."""
         record = actor.record
-        self.store.add(record)
+        self.records.add(record)
         self._notify_observers(record)
         task_id, owner = record.task_id, record.owner
         self._actors[task_id] = actor
@@ -207,38 +211,6 @@ class TaskLedger:
             "task created id=%s context=%s method=%s ttl=%s", task_id, owner, record.method,
             record.ttl,
         )
-
-    def check_live_cap(self, owner: str) -> None:
-        """Raise -32000 when ``owner`` has its cap of live tasks (local count)."""
-        cap = self.limits.max_live_per_requestor
-        if self._live.get(owner, 0) >= cap:
-            audit.warning("task refused context=%s reason=live-cap", owner)
-            raise McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
-
-    def get_now(self, owner: str, task_id: str) -> TaskRecord:
-        """:meth:`get` from the local store, not waiting to be durable: the record."""
-        record = self.lookup(owner, task_id)
-        audit.debug("task polled id=%s context=%s", task_id, owner)
-        return record
-
-    def result_now(self, owner: str, task_id: str) -> dict[str, Any] | None:
-        """:meth:`result` of a task already terminal in the local store; ``None`` if it is not."""
-        record = self.lookup(owner, task_id)
-        if not record.status.is_terminal and task_id in self._actors:
-            return None
-        return final_result(record)
-
-    def cancel_now(
-        self, owner: str, task_id: str, requestor: TaskConnection | None = None
-    ) -> TaskRecord:
-        """:meth:`cancel` in the local store, not waiting to be durable: the record
-        (``requestor``, the connection asking, gets no status notification of it)."""
-        record = self.lookup(owner, task_id)
-        if record.status.is_terminal:
-            raise already_terminal(record)
-        self.cancel_actor(task_id, requestor)
-        audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record
 
     def cancel_actor(self, task_id: str, requestor: TaskConnection | None = None) -> bool:
         """Cancel a local actor's task (status first, then its scope); False if none here."""
@@ -256,14 +228,14 @@ class TaskLedger:
             McpError: -32602 for an unknown, expired or foreign id (the three
                 are indistinguishable on purpose).
         """
-        record = owned(self.store.get(task_id), owner, task_id)
+        record = owned(self.records.get(task_id), owner, task_id)
         if record.deadline <= trio.current_time():
             self._delete(task_id)
             raise expired()
         return record
 
     def _delete(self, task_id: str) -> None:
-        record = self.store.get(task_id)
+        record = self.records.get(task_id)
         if record is None:
             return
         actor = self._actors.pop(task_id, None)
@@ -274,7 +246,7 @@ class TaskLedger:
         if actor is not None:
             actor.scope.cancel()
             actor.mark_done()
-        self.store.delete(task_id)
+        self.records.delete(task_id)
         if self.mirror is not None:
             self.mirror.deleted(task_id)
         audit.info(
@@ -308,7 +280,7 @@ class TaskLedger:
     # --- introspection -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.store)
+        return len(self.records)
 
     def live_count(self, owner: str | None = None) -> int:
         """Live (non-terminal) tasks, of ``owner`` or of everyone."""
@@ -343,6 +315,12 @@ def owned(record: TaskRecord | None, owner: str, task_id: str) -> TaskRecord:
         audit.info("task lookup failed id=%.64r context=%s", task_id, owner)
         raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
     return record
+
+
+def live_cap_reached(owner: str, cap: int) -> McpError:
+    """The -32000 for a requestor with ``cap`` live tasks already (audited)."""
+    audit.warning("task refused context=%s reason=live-cap", owner)
+    return McpError(RESOURCE_LIMIT, f"Too many live tasks: at most {cap} per requestor")
 
 
 def expired() -> McpError:

@@ -22,9 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import secrets
-import socket
 import time
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
@@ -32,31 +30,38 @@ from typing import TYPE_CHECKING, Any, Final, final
 import psycopg
 import trio
 
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from . import _postgres_sql as pg
 from ._codec import outcome_from_json, outcome_to_json
 from ._postgres_cache import TerminalCache
-from ._postgres_conn import PgPool, Row, conninfo_with_timeouts, parse_url, rows, run_blocking
+from ._postgres_conn import (
+    STORE_OPTIONS,
+    PgPool,
+    Row,
+    conninfo_with_timeouts,
+    rows,
+    run_blocking,
+)
 from ._postgres_loops import listen
-from ._shared import (
-    LEASE_LOST_MESSAGE,
+from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
+from ._store import (
     CapReached,
     InputAnswer,
     InputItem,
+    Opened,
     StoreEvents,
-    repeat,
-    store_unavailable,
+    TaskRecord,
+    TaskStore,
+    now_iso,
+    trio_deadline,
+    wall_expiry,
 )
-from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry
-
-if TYPE_CHECKING:
-    from ._shared import SharedTaskStore
 
 log = logging.getLogger("trio_mcp.tasks")
 
 #: Seconds one store call may take before it fails as "unavailable".
 OP_TIMEOUT: Final = 5.0
-DEFAULT_LEASE: Final = 30.0
 DEFAULT_SCHEMA: Final = "trio_mcp"
 DEFAULT_POOL: Final = 8
 #: The most expired rows one purge statement deletes.
@@ -160,7 +165,8 @@ def _set_up(conn: psycopg.Connection[Any], schema: str, q: dict[str, str]) -> st
 
 @final
 class PostgresTaskStore:
-    """A :class:`~._shared.SharedTaskStore` in PostgreSQL (see the module for the URL).
+    """A :class:`~._store.TaskStore` in PostgreSQL, shared by processes (see the module
+    for the URL).
 
     Args:
         url: ``postgresql://user@host:port/db`` (or ``postgres://``, or
@@ -175,6 +181,9 @@ class PostgresTaskStore:
     lease), and :meth:`aclose` at the end. They may be called from any task.
     """
 
+    #: Other processes read and write the same tasks.
+    shared = True
+
     def __init__(
         self,
         url: str,
@@ -184,19 +193,19 @@ class PostgresTaskStore:
         instance: str | None = None,
     ) -> None:
         self.url = url
-        libpq_url, options = parse_url(url)
-        lease = lease_seconds if lease_seconds is not None else options.get("lease")
-        self.lease_seconds = float(lease) if lease is not None else DEFAULT_LEASE
-        if not self.lease_seconds > 0:
-            raise ValueError(f"the lease must be positive: {self.lease_seconds}")
-        hint = options.get("hint")
-        self.hint_seconds = float(hint) if hint else min(2.0, self.lease_seconds / 3)
+        shared = SharedOptions.parse(
+            url, schemes=("postgresql", "postgres"), names=STORE_OPTIONS,
+            lease_seconds=lease_seconds, instance=instance,
+        )  # fmt: skip
+        options = shared.options
+        self.lease_seconds = shared.lease_seconds
+        self.hint_seconds = shared.hint_seconds
+        self.instance = shared.instance
         self.schema = pg.check_schema_name(schema or options.get("schema", DEFAULT_SCHEMA))
         self.pool_size = int(options.get("pool", DEFAULT_POOL))
         if self.pool_size < 1:
             raise ValueError(f"the pool needs at least one connection: {self.pool_size}")
-        self.instance = instance or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-        self._libpq_url = libpq_url
+        self._libpq_url = shared.driver_url
         self._lease_ms = math.ceil(self.lease_seconds * 1000)
         self._q = pg.queries(self.schema)
         self.op_timeout = OP_TIMEOUT
@@ -211,6 +220,7 @@ class PostgresTaskStore:
 
     async def _rows(self, name: str, *args: Any) -> list[Row]:
         """The rows of statement ``name`` (one round trip)."""
+        await leave_reader()  # every statement waits on PostgreSQL (see TaskStore)
         return rows(await self._pool_().query(name, self._q[name], args))
 
     async def _one(self, name: str, *args: Any) -> Row | None:
@@ -227,11 +237,11 @@ class PostgresTaskStore:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> bytes:
+    async def open(self) -> Opened:
         """Connect, create or check the tables, take the lease.
 
         Returns:
-            The cursor secret every process shares.
+            The cursor secret every process shares (no records: they are read here).
 
         Raises:
             McpError: PostgreSQL cannot be reached (:func:`~._shared.store_unavailable`).
@@ -255,7 +265,7 @@ class PostgresTaskStore:
             pool.close()
             raise
         log.info("%r: open (lease %g s)", self, self.lease_seconds)
-        return bytes.fromhex(secret)
+        return Opened(bytes.fromhex(secret))
 
     async def aclose(self) -> None:
         """Fail this process's still-running tasks, release the lease, disconnect."""
@@ -329,6 +339,9 @@ class PostgresTaskStore:
         return int(result.command_tuples or 0)
 
     # --- records -----------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """Nothing to wait for: each operation is durable in the store when it returns."""
 
     async def create(self, record: TaskRecord, *, max_live: int) -> int:
         """Store a new record run by this process; return its global seq.
@@ -461,5 +474,5 @@ class PostgresTaskStore:
 
 if TYPE_CHECKING:
 
-    def _conforms(store: PostgresTaskStore) -> SharedTaskStore:
+    def _conforms(store: PostgresTaskStore) -> TaskStore:
         return store  # mypy checks the class against the protocol

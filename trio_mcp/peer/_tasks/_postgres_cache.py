@@ -1,6 +1,6 @@
 """The terminal records a shared store's process has seen: :class:`TerminalCache`.
 
-In a :class:`~._shared.SharedTaskStore` a task that is terminal never changes
+In a shared :class:`~._store.TaskStore` a task that is terminal never changes
 again: every status write is a compare-and-set that applies only while the task
 is live (``completed``, ``failed`` and ``cancelled`` are final on every process),
 and a record is deleted only once its TTL ran out (by the ledger of its process,

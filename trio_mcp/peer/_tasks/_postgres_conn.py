@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar, final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import trio
 from psycopg import pq
 
-from ._shared import store_unavailable
+from ._shared import SharedOptions, store_unavailable
 
 T = TypeVar("T")
 #: The query options of a store URL that are the store's, not libpq's.
@@ -51,17 +50,11 @@ def unavailable_reason(exc: BaseException) -> str | None:
 
 def parse_url(url: str) -> tuple[str, dict[str, str]]:
     """Split a store URL into the libpq URL and our options (lease, hint, schema, pool)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise ValueError(f"not a PostgreSQL URL: {url!r}")
-    ours: dict[str, str] = {}
-    rest: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in STORE_OPTIONS:
-            ours[name] = value
-        else:
-            rest.append((name, value))
-    return urlunsplit(parts._replace(query=urlencode(rest))), ours
+    shared = SharedOptions.parse(
+        url, schemes=("postgresql", "postgres"), names=STORE_OPTIONS, lease_seconds=None,
+        instance="-",
+    )  # fmt: skip
+    return shared.driver_url, shared.options
 
 
 def conninfo_with_timeouts(libpq_url: str, op_timeout: float) -> str:

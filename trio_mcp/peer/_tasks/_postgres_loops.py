@@ -19,7 +19,7 @@ import trio
 from psycopg import sql
 
 from ._postgres_conn import PgPool
-from ._shared import StoreEvents
+from ._store import StoreEvents
 
 log = logging.getLogger("trio_mcp.tasks")
 

@@ -38,9 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import secrets
-import socket
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
@@ -50,35 +48,36 @@ import trio
 from coredis.exceptions import RedisError
 from coredis.retry import NoRetryPolicy
 
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
 from ._codec import outcome_from_json, outcome_to_json
 from ._redis_loops import (
+    client_url,
     closing_connections,
     hold_client,
     listen,
-    parse_url,
     unavailable_reason,
 )
-from ._shared import (
-    LEASE_LOST_MESSAGE,
+from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
+from ._store import (
     CapReached,
     InputAnswer,
     InputItem,
-    SharedTaskStore,
+    Opened,
     StoreEvents,
-    repeat,
-    store_unavailable,
+    TaskRecord,
+    TaskStore,
+    now_iso,
+    trio_deadline,
+    wall_expiry,
 )
-from ._store import TaskRecord, now_iso, trio_deadline, wall_expiry
 
 log = logging.getLogger("trio_mcp.tasks")
 T = TypeVar("T")
 
 #: Seconds one store call may take before it fails as "unavailable".
 OP_TIMEOUT: Final = 5.0
-#: Default lease, seconds.
-DEFAULT_LEASE: Final = 30.0
 #: Default key prefix.
 DEFAULT_PREFIX: Final = "trio-mcp"
 #: How long Redis keeps a record after its ``expires`` (ms).
@@ -142,7 +141,8 @@ def _decode_item(text: str) -> InputItem:
 
 @final
 class RedisTaskStore:
-    """A :class:`~._shared.SharedTaskStore` in Redis (see the module for the layout).
+    """A :class:`~._store.TaskStore` in Redis, shared by processes (see the module for
+    the layout).
 
     Args:
         url: ``redis://host:port/db``, ``rediss://...`` or ``unix:///path?db=N``,
@@ -155,6 +155,9 @@ class RedisTaskStore:
     lease), and :meth:`aclose` at the end. They may be called from any task.
     """
 
+    #: Other processes read and write the same tasks.
+    shared = True
+
     def __init__(
         self,
         url: str,
@@ -164,16 +167,16 @@ class RedisTaskStore:
         instance: str | None = None,
     ) -> None:
         self.url = url
-        self._client_url, options = parse_url(url)
-        lease = lease_seconds if lease_seconds is not None else options.get("lease")
-        self.lease_seconds = float(lease) if lease is not None else DEFAULT_LEASE
-        if not self.lease_seconds > 0:
-            raise ValueError(f"the lease must be positive: {self.lease_seconds}")
-        self.prefix = prefix if prefix is not None else options.get("prefix", DEFAULT_PREFIX)
+        shared = SharedOptions.parse(
+            url, schemes=("redis", "rediss", "unix"), names=("lease", "prefix", "hint"),
+            lease_seconds=lease_seconds, instance=instance,
+        )  # fmt: skip
+        self._client_url = client_url(shared.driver_url)
+        self.lease_seconds = shared.lease_seconds
+        self.hint_seconds = shared.hint_seconds
+        self.instance = shared.instance
+        self.prefix = prefix if prefix is not None else shared.options.get("prefix", DEFAULT_PREFIX)
         self._lease_ms = str(math.ceil(self.lease_seconds * 1000))
-        hint = options.get("hint")
-        self.hint_seconds = float(hint) if hint else min(2.0, self.lease_seconds / 3)
-        self.instance = instance or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.op_timeout = OP_TIMEOUT
         self._client: coredis.Redis[str] | None = None
         self._scripts: dict[str, Any] = {}
@@ -186,6 +189,7 @@ class RedisTaskStore:
     # --- calls -------------------------------------------------------------------------
 
     async def _do(self, call: Callable[[coredis.Redis[str]], Awaitable[T]]) -> T:
+        await leave_reader()  # every call waits on Redis (see TaskStore)
         client = self._client
         if client is None or self._stopped.is_set():
             raise store_unavailable("the Redis store is not open")
@@ -206,11 +210,11 @@ class RedisTaskStore:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> bytes:
+    async def open(self) -> Opened:
         """Connect, load the scripts, take the lease, check Redis's settings.
 
         Returns:
-            The cursor secret every process shares.
+            The cursor secret every process shares (no records: they are read here).
 
         Raises:
             McpError: Redis cannot be reached (:func:`~._shared.store_unavailable`).
@@ -238,7 +242,7 @@ class RedisTaskStore:
             await self._release_client()
             raise
         log.info("%r: open (lease %g s)", self, self.lease_seconds)
-        return bytes.fromhex(str(secret))
+        return Opened(bytes.fromhex(str(secret)))
 
     async def _check_config(self) -> None:
         try:
@@ -323,6 +327,9 @@ class RedisTaskStore:
         return int(failed), [str(d) for d in dead]
 
     # --- records -----------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """Nothing to wait for: each operation is durable in the store when it returns."""
 
     async def create(self, record: TaskRecord, *, max_live: int) -> int:
         """Store a new record run by this process; return its global seq.
@@ -434,7 +441,7 @@ class RedisTaskStore:
 
 if TYPE_CHECKING:
 
-    def _conforms(store: RedisTaskStore) -> SharedTaskStore:
+    def _conforms(store: RedisTaskStore) -> TaskStore:
         return store  # mypy checks the class against the protocol
 
 

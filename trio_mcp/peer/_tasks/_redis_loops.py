@@ -8,8 +8,9 @@
   with backoff whenever Redis goes away instead of crashing (the periodic jobs
   run under :func:`._shared.repeat`);
 
-and the two helpers that read what the store is given: :func:`parse_url` (the store
-URL) and :func:`unavailable_reason` (which errors mean "Redis cannot serve now").
+and the two helpers that read what the store is given: :func:`client_url` (the store
+URL as coredis reads it; the options are :class:`~._shared.SharedOptions`) and
+:func:`unavailable_reason` (which errors mean "Redis cannot serve now").
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import logging
 import random
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio.streams.memory
 import coredis
@@ -127,22 +127,11 @@ _BUSY_REPLIES: Final = frozenset(
 )
 
 
-def parse_url(url: str) -> tuple[str, dict[str, str]]:
-    """Split a store URL into the coredis URL and our options (lease, prefix, hint)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"not a Redis URL: {url!r}")
-    ours: dict[str, str] = {}
-    rest: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in ("lease", "prefix", "hint"):
-            ours[name] = value
-        else:
-            rest.append((name, value))
-    client_url = urlunsplit(parts._replace(query=urlencode(rest)))
-    if parts.scheme == "unix" and not client_url.startswith("unix://"):
-        client_url = "unix://" + client_url[len("unix:") :]
-    return client_url, ours
+def client_url(url: str) -> str:
+    """A store URL without our options as coredis reads it (``unix:`` with ``//``)."""
+    if url.startswith("unix:") and not url.startswith("unix://"):
+        return "unix://" + url[len("unix:") :]
+    return url
 
 
 def unavailable_reason(exc: BaseException) -> str | None:

@@ -31,22 +31,22 @@ import contextlib
 import heapq
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
 import trio
 
 from ..._errors import McpError
-from .._messages import Task, TaskStatus
+from .._messages import Task
 from ._actor import TaskActor, Work
 from ._cluster import Cluster
 from ._connection import TaskConnection
-from ._ledger import CANCEL_MESSAGE, TaskLedger, already_terminal, final_result
+from ._ledger import TaskLedger, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._open import open_task_store
-from ._shared import SharedTaskStore
-from ._store import TaskRecord, TaskStore, now_iso
+from ._solo import Solo
+from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore
 
 audit = logging.getLogger("trio_mcp.audit")
 log = logging.getLogger("trio_mcp.tasks")
@@ -64,38 +64,41 @@ class TaskRegistry(TaskLedger):
 
     Args:
         limits: The bounds on TTLs, counts, pages and rates.
-        store: Where records live: a :class:`TaskStore`, a
-            :class:`~._shared.SharedTaskStore`, or a URL for
-            :func:`open_task_store` (``"sqlite:///tasks.db"``,
-            ``"redis://localhost:6379/0"``); :class:`MemoryTaskStore` by default.
+        store: Where records live: a :class:`TaskStore` (memory, SQLite, Redis,
+            PostgreSQL: one contract), or a URL for :func:`open_task_store`
+            (``"sqlite:///tasks.db"``, ``"redis://localhost:6379/0"``);
+            :class:`MemoryTaskStore` by default.
     """
 
     def __init__(
         self,
         limits: TaskLimits | None = None,
         *,
-        store: TaskStore | SharedTaskStore | str | None = None,
+        store: TaskStore | str | None = None,
     ):
         resolved = open_task_store(store) if isinstance(store, str) else store
-        shared = resolved if isinstance(resolved, SharedTaskStore) else None
-        local: TaskStore | None = None if isinstance(resolved, SharedTaskStore) else resolved
-        super().__init__(limits or TaskLimits(), local)
+        if resolved is None:  # (not ``or``: an empty store is falsy)
+            resolved = MemoryTaskStore()
+        super().__init__(limits or TaskLimits(), resolved)
+        #: The registry's store half: the same operations whoever holds the truth.
+        self.side: Solo | Cluster = (
+            Cluster(self, self.store) if self.store.shared else Solo(self, self.store)
+        )
         #: With a store shared by processes: the cross-process half (else None).
-        self.cluster: Cluster | None = Cluster(self, shared) if shared is not None else None
-        self.mirror = self.cluster
+        self.cluster: Cluster | None = self.side if isinstance(self.side, Cluster) else None
+        self.mirror = self.side
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
-        # A durable store (SqliteTaskStore...) has these; the memory store not.
-        self._store_sync: Callable[[], Awaitable[None]] | None = getattr(self.store, "sync", None)
 
     # --- running -----------------------------------------------------------------------
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskRegistry]:
-        """Run the registry (its actors' nursery and the reaper) for the block.
+        """Run the registry (its actors' nursery, the reaper, the store's own work)
+        for the block.
 
         Re-entrant: a nested ``running()`` shares the outer run. When the
         outermost block exits, every live task is cancelled.
@@ -107,45 +110,43 @@ class TaskRegistry(TaskLedger):
             finally:
                 self._users -= 1
             return
-        cluster = self.cluster
-        if cluster is not None:
-            self._cursors = CursorCodec(await cluster.store.open())
-        elif (opener := getattr(self.store, "open", None)) is not None:
-            self._restore(await opener())
+        side = self.side
+        self._restore(await self.store.open())
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reap)
-                if cluster is not None:
-                    await nursery.start(cluster.run)
+                await nursery.start(side.run)
                 try:
                     yield self
                 finally:
                     self._nursery = None
-                    if cluster is not None:  # store what is queued, if the store lets us
-                        with trio.CancelScope(shield=True), contextlib.suppress(McpError):
-                            await cluster.settle()
+                    # Store what is queued, if the store lets us.
+                    with trio.CancelScope(shield=True), contextlib.suppress(McpError):
+                        await side.settle()
                     nursery.cancel_scope.cancel()
         finally:
-            closer = cluster.store.aclose if cluster else getattr(self.store, "aclose", None)
-            if closer is not None:
-                with trio.CancelScope(shield=True):
-                    await closer()
+            with trio.CancelScope(shield=True):
+                await self.store.aclose()
 
-    def _restore(self, restored: Any) -> None:
-        """Take over what a durable store loaded: sequence, cursor key, deadlines."""
-        self._cursors = CursorCodec(restored.cursor_secret)
-        for record in restored.records:
+    def _restore(self, opened: Opened) -> None:
+        """Take over what the store found: cursor key; a durable store's records,
+        sequence and deadlines."""
+        self._cursors = CursorCodec(opened.cursor_secret)
+        if not (opened.records or opened.lost):
+            return
+        for record in opened.records:
+            self.records.add(record)
             self._seq = max(self._seq, record.seq)
             if record.deadline != math.inf:
                 heapq.heappush(self._expiry, (record.deadline, record.task_id))
         self._reaper_wakeup.set()
         audit.info(
-            "task store restored records=%d lost=%d", len(restored.records), restored.lost
+            "task store restored records=%d lost=%d", len(opened.records), opened.lost
         )
 
     async def settle(self) -> None:
-        """Wait until every change is durable in the store (a no-op in memory).
+        """Wait until every change is durable in the store (at once in memory).
 
         Called before anything is acknowledged to a requestor.
 
@@ -154,10 +155,7 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: stops waiting; the writes go on.
         """
-        if self.cluster is not None:
-            await self.cluster.settle()
-        elif self._store_sync is not None:
-            await self._store_sync()
+        await self.side.settle()
 
     @property
     def is_running(self) -> bool:
@@ -176,7 +174,10 @@ class TaskRegistry(TaskLedger):
         origin: TaskConnection | None,
         progress_token: str | int | None = None,
     ) -> TaskActor:
-        """Accept a task-augmented request and start its actor.
+        """Accept a task-augmented request and make its actor.
+
+        Completes without waiting when the store needs no wait (memory; see
+        ``trio_mcp._inline``).
 
         Args:
             owner: The requestor's context (identity or connection key).
@@ -188,55 +189,21 @@ class TaskRegistry(TaskLedger):
                 task's lifetime.
 
         Returns:
-            The started actor; ``actor.record.snapshot()`` is the ``Task``.
-            Call ``actor.announced.set()`` once the CreateTaskResult is sent:
-            the actor's Trio task starts then.
+            The actor; ``actor.record.snapshot()`` is the ``Task``. Call
+            :meth:`launch` (``actor.launch()``) once the CreateTaskResult is
+            sent: the actor's Trio task starts then.
 
         Raises:
             McpError: -32000 when the requestor's live-task cap or the
-                registry's size bound is reached.
+                registry's size bound is reached; -32603 when the store is
+                unavailable.
             RuntimeError: The registry is not running.
         """
-        cluster = self.cluster
-        if cluster is None:
-            actor = self.create_now(
-                owner, method, work, requested_ttl=requested_ttl, origin=origin,
-                progress_token=progress_token,
-            )
-            try:
-                await self.settle()  # the CreateTaskResult promises a task that exists
-            except McpError:
-                self._delete(actor.task_id)
-                raise
-            return actor
         if self._nursery is None:
             raise RuntimeError("the task registry is not running (use registry.running())")
         record = self.new_record(owner, method, requested_ttl)
-        await cluster.create(record, self.limits.max_live_per_requestor)
+        await self.side.create(record, self.limits.max_live_per_requestor)
         return self._install(record, work, origin, progress_token)
-
-    @property
-    def immediate(self) -> bool:
-        """True when the store needs no wait (memory): the ``*_now`` methods may be used."""
-        return self.cluster is None and self._store_sync is None
-
-    def create_now(
-        self,
-        owner: str,
-        method: str,
-        work: Work,
-        *,
-        requested_ttl: int | None,
-        origin: TaskConnection | None,
-        progress_token: str | int | None = None,
-    ) -> TaskActor:
-        """:meth:`create` without waiting: only when :attr:`immediate`."""
-        if self._nursery is None:
-            raise RuntimeError("the task registry is not running (use registry.running())")
-        self.check_live_cap(owner)
-        return self._install(
-            self.new_record(owner, method, requested_ttl), work, origin, progress_token
-        )
 
     def _install(
         self,
@@ -261,25 +228,34 @@ class TaskRegistry(TaskLedger):
 
     # --- requestor operations -------------------------------------------------------------
 
-    async def get(self, owner: str, task_id: str) -> Task:
-        """``tasks/get``: the task's current state, once durable.
+    async def record(self, owner: str, task_id: str) -> TaskRecord:
+        """``owner``'s task ``task_id`` as a requestor may be told it: once durable.
+
+        Completes without waiting when the store needs no wait.
 
         Raises:
             McpError: -32602 for an unknown, expired or foreign task; -32603
                 when the store is unavailable.
         """
-        if self.cluster is None:
-            record = self.get_now(owner, task_id)
-            await self.settle()  # a status is told only once it is durable
-            return record.snapshot()
-        record = await self.cluster.lookup(owner, task_id)
+        record = await self.side.lookup(owner, task_id)
         audit.debug("task polled id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record
+
+    async def get(self, owner: str, task_id: str) -> Task:
+        """``tasks/get``: the task's current state, once durable (see :meth:`record`).
+
+        Raises:
+            McpError: -32602 for an unknown, expired or foreign task; -32603
+                when the store is unavailable.
+        """
+        return (await self.record(owner, task_id)).snapshot()
 
     async def result(self, owner: str, task_id: str, peer: TaskConnection) -> dict[str, Any]:
         """``tasks/result``: block until terminal, then return the outcome.
 
         While it waits, the task's side-channel requests go out over ``peer``.
+        Completes without waiting for a task already terminal when the store
+        needs no wait.
 
         Returns:
             The underlying request's result with the related-task ``_meta``.
@@ -290,15 +266,7 @@ class TaskRegistry(TaskLedger):
 
         Cancellation: cancelling stops waiting; the task is unaffected.
         """
-        if self.cluster is not None:
-            record = await self.cluster.wait_terminal(owner, task_id, peer)
-        else:
-            record = self.lookup(owner, task_id)
-            actor = self._actors.get(task_id)
-            if not record.status.is_terminal and actor is not None:
-                await actor.wait_done(peer)
-                record = self.lookup(owner, task_id)
-            await self.settle()
+        record = await self.side.wait_terminal(owner, task_id, peer)
         return final_result(record)
 
     async def list(self, owner: str, cursor: str | None) -> tuple[list[Task], str | None]:
@@ -310,12 +278,9 @@ class TaskRegistry(TaskLedger):
         """
         after = 0 if cursor is None else self._cursors.read(owner, cursor)
         limit = self.limits.page_size
-        if self.cluster is not None:
-            await self.cluster.settle()
-            records, more = await self.cluster.store.page(owner, after, limit)
-        else:
-            records, more = self.store.page(owner, after, limit)
-            await self.settle()
+        await self.side.settle()  # this process's own changes in the store first
+        records, more = await self.store.page(owner, after, limit)
+        await self.side.settle()  # and what is told, durable
         now = trio.current_time()
         tasks = [r.snapshot() for r in records if r.deadline > now]
         next_cursor = self._cursors.make(owner, records[-1].seq) if more and records else None
@@ -325,7 +290,16 @@ class TaskRegistry(TaskLedger):
     async def cancel(
         self, owner: str, task_id: str, requestor: TaskConnection | None = None
     ) -> Task:
-        """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it runs).
+        """``tasks/cancel``: mark the task cancelled, then stop its work (see
+        :meth:`cancel_record`); the cancelled ``Task``."""
+        return (await self.cancel_record(owner, task_id, requestor)).snapshot()
+
+    async def cancel_record(
+        self, owner: str, task_id: str, requestor: TaskConnection | None = None
+    ) -> TaskRecord:
+        """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it
+        runs); the record once durable. Completes without waiting when the store
+        needs no wait.
 
         ``requestor`` (the connection asking) learns the status from the
         answer: it gets no status notification of it.
@@ -334,21 +308,6 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown task or one already terminal;
                 -32603 when the store is unavailable.
         """
-        cluster = self.cluster
-        if cluster is None:
-            record = self.cancel_now(owner, task_id, requestor)
-            await self.settle()
-            return record.snapshot()
-        record = await cluster.lookup(owner, task_id)
-        if record.status.is_terminal:
-            raise already_terminal(record)
-        if self.cancel_actor(task_id, requestor):
-            await self.settle()
-        else:
-            # Its actor runs in another process: the stored cancel reaches it.
-            await cluster.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        record = await cluster.lookup(owner, task_id)
-        if record.status is not TaskStatus.CANCELLED:
-            raise already_terminal(record)  # it ended first, in another process
+        record = await self.side.cancel(owner, task_id, requestor)
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record.snapshot()
+        return record

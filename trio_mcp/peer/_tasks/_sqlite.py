@@ -35,17 +35,29 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
-import attrs
 import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
+from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._codec import outcome_from_json, outcome_to_json
-from ._store import MemoryTaskStore, TaskRecord, now_iso, trio_deadline, wall_expiry
+from ._store import (
+    CapReached,
+    InputAnswer,
+    InputItem,
+    MemoryTaskStore,
+    Opened,
+    StoreEvents,
+    TaskRecord,
+    TaskStore,
+    now_iso,
+    trio_deadline,
+    wall_expiry,
+)
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -85,25 +97,9 @@ _UPSERT: Final = (
 
 
 @final
-@attrs.frozen
-class Restored:
-    """What :meth:`SqliteTaskStore.open` found on disk.
-
-    Attributes:
-        records: The records still within their TTL (now also in memory).
-        cursor_secret: The key that signs ``tasks/list`` cursors, kept in the
-            file so cursors stay valid across restarts.
-        lost: How many running tasks were marked ``failed``.
-    """
-
-    records: tuple[TaskRecord, ...]
-    cursor_secret: bytes
-    lost: int
-
-
-@final
 class SqliteTaskStore:
-    """A :class:`~._store.TaskStore` kept in a SQLite file (``sqlite:///path``).
+    """A :class:`~._store.TaskStore` kept in a SQLite file (``sqlite:///path``), for
+    one process: reads and writes return at once, :meth:`sync` waits for the commit.
 
     Args:
         path: The database file; created with its folder if missing.
@@ -112,8 +108,13 @@ class SqliteTaskStore:
     acknowledges a change, and :meth:`aclose` when it stops.
     """
 
+    shared = False
+    lease_seconds = math.inf
+    hint_seconds = math.inf
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.instance = f"sqlite:{self.path}"
         self._memory = MemoryTaskStore()
         self._conn: sqlite3.Connection | None = None
         self._pending: list[tuple[Any, ...]] = []  # changes not committed yet, in order
@@ -133,28 +134,94 @@ class SqliteTaskStore:
 
     # --- the TaskStore contract (memory reads, queued writes) ----------------------------
 
-    def add(self, record: TaskRecord) -> None:
+    async def run(
+        self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Nothing to run beside the flusher (started by :meth:`open`); no hints."""
+        task_status.started()
+
+    async def create(self, record: TaskRecord, *, max_live: int) -> int:
+        """Keep ``record`` (its seq and live count in memory) and commit it before returning.
+
+        Raises:
+            CapReached: The owner has ``max_live`` live tasks.
+            McpError: -32603 when the disk keeps failing (the record is dropped).
+        """
+        seq = await self._memory.create(record, max_live=max_live)
         self._expires[record.task_id] = wall_expiry(record.deadline)
-        self._memory.add(record)
         self._write(("upsert", self._row(record)))
+        try:
+            await self.sync()
+        except McpError:
+            await self.delete(record.task_id)
+            raise
+        return seq
 
-    def get(self, task_id: str) -> TaskRecord | None:
-        return self._memory.get(task_id)
+    async def create_many(
+        self, records: Sequence[TaskRecord], *, max_live: int
+    ) -> list[int | Exception]:
+        out: list[int | Exception] = []
+        for record in records:
+            try:
+                out.append(await self.create(record, max_live=max_live))
+            except (CapReached, McpError) as exc:
+                out.append(exc)
+        return out
 
-    def update(self, record: TaskRecord) -> None:
-        self._memory.update(record)
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return await self._memory.get(task_id)
+
+    async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+        return await self._memory.page(owner, after_seq, limit)
+
+    async def update(self, record: TaskRecord) -> bool:
+        """Apply the change in memory (compare and set) and queue it for the next commit."""
+        if not await self._memory.update(record):
+            return False
         self._write(("upsert", self._row(record)))
+        return True
 
-    def delete(self, task_id: str) -> None:
-        self._memory.delete(task_id)
+    async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
+        return [await self.update(record) for record in records]
+
+    async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
+        before = await self._memory.get(task_id)
+        live = before is not None and not before.status.is_terminal
+        record = await self._memory.cancel(task_id, message, updated_at)
+        if live and record is not None:
+            self._write(("upsert", self._row(record)))
+        return record
+
+    async def delete(self, task_id: str) -> None:
+        await self._memory.delete(task_id)
         self._expires.pop(task_id, None)
         self._write(("delete", task_id))
 
-    def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
-        return self._memory.page(owner, after_seq, limit)
+    async def terminal_among(self, task_ids: Collection[str]) -> set[str]:
+        return await self._memory.terminal_among(task_ids)
+
+    # The side channel is not durable: a restart fails every running task anyway.
+
+    async def push_input(self, task_id: str, item: InputItem) -> None:
+        await self._memory.push_input(task_id, item)
+
+    async def claim_input(self, task_id: str, key: str | None = None) -> InputItem | None:
+        return await self._memory.claim_input(task_id, key)
+
+    async def peek_inputs(self, task_id: str) -> list[InputItem]:
+        return await self._memory.peek_inputs(task_id)
+
+    async def requeue_input(self, task_id: str, item: InputItem) -> None:
+        await self._memory.requeue_input(task_id, item)
+
+    async def answer_input(self, task_id: str, key: str, answer: InputAnswer) -> None:
+        await self._memory.answer_input(task_id, key, answer)
+
+    async def take_answer(self, task_id: str, key: str) -> InputAnswer | None:
+        return await self._memory.take_answer(task_id, key)
 
     def __len__(self) -> int:
-        return len(self._memory)
+        return len(self._memory.index)
 
     def _row(self, r: TaskRecord) -> tuple[Any, ...]:
         return (
@@ -193,6 +260,8 @@ class SqliteTaskStore:
         """
         target = self._queued
         give_up = math.inf  # no timer while commits succeed: the flusher wakes us
+        if self._done < target:
+            await leave_reader()  # started inline (trio_mcp._inline): wait in a task
         while self._done < target:
             if self._conn is None:  # closed with changes it could not commit
                 break
@@ -281,8 +350,12 @@ class SqliteTaskStore:
 
     # --- opening and closing ----------------------------------------------------------------
 
-    async def open(self) -> Restored:
+    async def open(self) -> Opened:
         """Open (or create) the file, load what it holds, start the flusher.
+
+        Returns:
+            The records still within their TTL (now also in memory), the cursor
+            key kept in the file, how many running tasks were marked ``failed``.
 
         Raises:
             sqlite3.Error: The file cannot be opened or is not a task store.
@@ -293,8 +366,7 @@ class SqliteTaskStore:
             raise RuntimeError("the SQLite task store is already open")
         now_wall, now_trio = time.time(), trio.current_time()
         conn, restored = await trio.to_thread.run_sync(self._load, now_wall, now_trio)
-        for record in restored.records:
-            self._memory.add(record)
+        self._memory.restore(restored.records)
         self._conn = conn
         self._checkpointer = threading.Thread(
             target=self._checkpoint, name=f"trio-mcp sqlite {self.path.name}", daemon=True
@@ -331,7 +403,7 @@ class SqliteTaskStore:
                 self._checkpointer.join, SYNC_TIMEOUT, abandon_on_cancel=True
             )
 
-    def _load(self, now_wall: float, now_trio: float) -> tuple[sqlite3.Connection, Restored]:
+    def _load(self, now_wall: float, now_trio: float) -> tuple[sqlite3.Connection, Opened]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -369,7 +441,7 @@ class SqliteTaskStore:
         conn.execute("COMMIT")
         if lost:
             log.warning("%s: %d task(s) were running when the process stopped: failed", self, lost)
-        return conn, Restored(tuple(records), secret, lost)
+        return conn, Opened(secret, tuple(records), lost)
 
     def _record(self, row: Iterable[Any], now_wall: float, now_trio: float) -> TaskRecord:
         (task_id, owner, seq, method, status, created_at, last_updated_at, ttl, poll_interval,
@@ -390,3 +462,9 @@ class SqliteTaskStore:
             status_message=status_message,
             outcome=outcome_from_json(outcome),
         )
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: SqliteTaskStore) -> TaskStore:
+        return store  # mypy checks the class against the protocol

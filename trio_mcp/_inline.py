@@ -1,0 +1,123 @@
+"""Inline answers: a handler's coroutine started in the task that read its request.
+
+Most requests are answered by code that never has to wait: a task created in the
+memory store, ``tasks/get`` of a record held in memory, an inline tool. Spawning a
+Trio task for each costs more than the answer itself, yet writing each operation
+twice (a sync copy for when nothing waits, an async one for when something may)
+doubles every layer. So each operation is written once, ``async``, and whoever
+reads a request may *start* its coroutine in its own task with :func:`run_inline`:
+
+* if the coroutine returns without waiting, its value is the answer, at once;
+* before its first wait it awaits :func:`leave_reader`, which hands it back to
+  :func:`run_inline` unfinished; the caller then awaits the rest in a task of its
+  own (where :func:`leave_reader` does nothing).
+
+The rule for code that may run inline is therefore one line: ``await
+leave_reader()`` before anything that may suspend (a Trio checkpoint, a channel,
+an event, a lock, I/O, user code) and before entering a cancel scope or a nursery
+(they belong to the task that enters them). A Trio trap reached inline is a bug:
+the trap has already recorded the reader's task as the waiter, so it cannot be
+moved; :func:`run_inline` raises :class:`RuntimeError` to say so.
+
+The coroutine runs in a copy of the reader's :mod:`contextvars` context, inline
+and after it moves (a variable it sets and resets stays its own).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import types
+from collections.abc import Awaitable, Coroutine, Generator
+from typing import Any, Final, TypeVar, cast, final
+
+T = TypeVar("T")
+
+
+@final
+class _Leave:
+    """The value :func:`leave_reader` yields to :func:`run_inline`: not a Trio trap."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<leave the reader>"
+
+
+_LEAVE: Final = _Leave()
+#: True while :func:`run_inline` runs a coroutine's first step (one thread: exact).
+_inline = False
+
+
+@types.coroutine
+def leave_reader() -> Generator[Any, Any, None]:
+    """Leave the reader's task before waiting: a no-op unless run by :func:`run_inline`.
+
+    Cancellation: no checkpoint; nothing to cancel.
+    """
+    if _inline:
+        yield _LEAVE
+
+
+def run_inline(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Awaitable[T]]:
+    """Start ``coro`` here, in a copy of the current context.
+
+    Returns:
+        ``(True, value)`` when it returned without waiting; else ``(False, rest)``,
+        an awaitable that runs the rest of it (await it in a task of its own).
+
+    Raises:
+        Exception: Whatever ``coro`` raised before it returned or left.
+        RuntimeError: ``coro`` reached a Trio trap without :func:`leave_reader`.
+    """
+    global _inline
+    context = contextvars.copy_context()
+    outer, _inline = _inline, True
+    try:
+        signal = context.run(coro.send, None)
+    except StopIteration as done:
+        return True, done.value
+    finally:
+        _inline = outer
+    if signal is not _LEAVE:
+        coro.close()
+        raise RuntimeError(f"{coro!r} waited inline without leave_reader() first")
+    return False, cast("Awaitable[T]", _rest(coro, context))
+
+
+@types.coroutine
+def _rest(coro: Coroutine[Any, Any, T], context: contextvars.Context) -> Generator[Any, Any, T]:
+    """The rest of a coroutine that left the reader, stepped in its own context."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                signal = context.run(coro.send, value)
+            else:
+                signal = context.run(coro.throw, error)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        error = None
+        try:
+            value = yield signal
+        except BaseException as exc:  # cancellation and the like go into the coroutine
+            error = exc
+            value = None
+
+
+def at_once(coro: Coroutine[Any, Any, T]) -> T:
+    """The value of a coroutine that returns without waiting (e.g. an operation of a
+    store that answers at once), got without a Trio task or an ``await``.
+
+    Raises:
+        Exception: Whatever ``coro`` raised.
+        RuntimeError: ``coro`` would have waited (it is closed).
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    coro.close()
+    raise RuntimeError(f"{coro!r} would wait: it cannot complete at once")

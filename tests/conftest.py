@@ -1,4 +1,4 @@
-"""Shared fixtures: the transport parameter and the schema recorder."""
+"""Shared fixtures: the transport parameter, and the schema check of every test's messages."""
 
 from __future__ import annotations
 
@@ -19,14 +19,16 @@ from .postgres_server import (
     postgres_url,
 )
 from .redis_server import redis_available, redis_server, redis_url
+from .wire_schema import check_sent
 
 __all__ = [  # fixtures for every test module
     "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
     "postgres_url", "redis_available", "redis_server", "redis_url",
 ]  # fmt: skip
 
-#: Every message a trio_mcp peer sent or received during this test session,
-#: as (direction, json, method); validated by tests/test_schema.py.
+#: Every message a trio_mcp peer sent or received during the running test, as
+#: (direction, json, method); what was sent is checked against the official schema of its
+#: era when the test ends (``schema_check``).
 RECORDED: list[tuple[str, dict[str, Any], str | None]] = []
 
 
@@ -36,8 +38,21 @@ def _record(direction: str, wire: dict[str, Any], method: str | None) -> None:
 
 
 @pytest.fixture(autouse=True)
-def record_messages() -> Iterator[None]:
-    """Record every message of every test, for the schema check."""
+def schema_check() -> Iterator[None]:
+    """When the test ends, every message its in-process peers sent (``RECORDED``) must
+    validate against the official schema of its era (``tests/wire_schema.py``); a violation
+    fails the test at teardown. Each test is checked on its own: no order, any worker."""
+    RECORDED.clear()
+    try:
+        yield
+        check_sent(RECORDED)
+    finally:
+        RECORDED.clear()
+
+
+@pytest.fixture(autouse=True)
+def record_messages(schema_check: None) -> Iterator[None]:
+    """Record every message of the test, for ``schema_check``."""
     _outbound.message_observers.append(_record)
     try:
         yield

@@ -90,6 +90,11 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_SESSION_IDLE_TIMEOUT: Final = 1800.0
 #: Default live sessions at once; past it, ``initialize`` gets 503.
 DEFAULT_MAX_SESSIONS: Final = 1_000
+#: Seconds an idle keep-alive connection stays open. Longer than clients keep an idle
+#: connection for reuse (httpx and so the Python SDK: 5 s; Node's undici: 4 s): with
+#: hypercorn's default, 5 s, a request sent on a connection idle for about 5 s crossed
+#: the server's close and failed with "connection reset" (seen on a loaded machine).
+KEEP_ALIVE_TIMEOUT: Final = 30.0
 
 
 @final
@@ -439,6 +444,7 @@ async def serve_http(
     # hypercorn's default backlog (100) drops a burst of new connections
     # while the one Trio thread is busy: their requests would be lost.
     config.backlog = 1024
+    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
     config.errorlog = logging.getLogger("hypercorn.error")
     config.accesslog = None
     config.graceful_timeout = 0.5

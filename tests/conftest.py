@@ -60,6 +60,18 @@ def record_messages(schema_check: None) -> Iterator[None]:
         _outbound.message_observers.remove(_record)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (load runs, large fuzz budgets, the benchmark smoke runs) are
+    skipped unless the ``-m`` expression names them: ``python -m pytest -q -m slow`` runs
+    them (``.ci/run`` does, after the README's test command)."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow (.ci/run does)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(params=TRANSPORTS)
 def transport(request: pytest.FixtureRequest) -> str:
     """Each transport in turn: memory, stdio, ws, http."""

@@ -157,6 +157,7 @@ async def run_client(url: str, client: int, ledger: Ledger) -> None:
 
 # When a client fails, the others are cancelled mid-stream and httpx leaves its response
 # generators to the garbage collector: keep those warnings out of the failure's report.
+@pytest.mark.slow
 @pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
 async def test_http_load_50_clients_with_tasks_lose_nothing() -> None:

@@ -6,7 +6,7 @@ aimed at one part of the dialect:
 
 * per-request ``_meta``: missing, not an object, ``protocolVersion`` of every
   JSON type and unknown strings, ``clientCapabilities`` missing or malformed,
-  bogus ``logLevel``, malformed ``clientInfo`` (ignored);
+  bogus ``logLevel``, malformed ``clientInfo`` (each -32602);
 * multi round-trip requests (the ``test_input_required_result_*`` tools):
   ``requestState`` forged (random text, Base64 garbage, a well-formed body
   with a made-up MAC), a real state truncated, bit-flipped (in its text or in
@@ -241,8 +241,43 @@ REMOVED = ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubsc
            "tools/call/x", "", "TOOLS/LIST"]
 
 
+#: ClientCapabilities members of 2026-07-28 -> their members that must be objects
+#: (None: all of them, a map of settings objects).
+CAPABILITY_MEMBERS: dict[str, tuple[str, ...] | None] = {
+    "elicitation": ("form", "url"), "sampling": ("context", "tools"), "roots": (),
+    "experimental": None, "extensions": None,
+}
+
+
+def _caps_valid(caps: dict[str, Any]) -> bool:
+    """The schema's ClientCapabilities (and ``tasks``, kept from 2025-11-25: an object or null)."""
+    for name, inner in CAPABILITY_MEMBERS.items():
+        if name in caps:
+            member = caps[name]
+            if not isinstance(member, dict):
+                return False
+            keys = member if inner is None else [k for k in inner if k in member]
+            if not all(isinstance(member[k], dict) for k in keys):
+                return False
+    return caps.get("tasks") is None or isinstance(caps["tasks"], dict)
+
+
+def _info_valid(info: Any) -> bool:
+    """The schema's Implementation, for the values drawn here (no optional members)."""
+    return (isinstance(info, dict) and isinstance(info.get("name"), str)
+            and isinstance(info.get("version"), str))
+
+
+def _token_valid(token: Any) -> bool:
+    """The schema's ProgressToken: a string or an integer (2.0 is one in JSON Schema)."""
+    if isinstance(token, bool):
+        return False
+    return isinstance(token, str | int) or (isinstance(token, float) and token.is_integer())
+
+
 def predict_meta(value: Any, has_meta: bool = True) -> frozenset[Any] | None:
-    """What ``_meta`` alone deserves (None: it is fine), in the server's order of checks."""
+    """What ``_meta`` alone deserves (None: it is fine), in the server's order of checks:
+    every reserved key of the wrong type is -32602 (2026-07-28 ``RequestMetaObject``)."""
     if not has_meta or not isinstance(value, dict):
         return frozenset({PARAMS})
     version = value.get(PV)
@@ -250,17 +285,13 @@ def predict_meta(value: Any, has_meta: bool = True) -> frozenset[Any] | None:
         return frozenset({PARAMS})
     if version != MODERN:
         return frozenset({UNSUPPORTED})
-    caps = value[CAPS]
-    plausible = all(isinstance(v, dict) for k, v in caps.items()
-                    if k in ("sampling", "elicitation", "roots", "tasks", "experimental"))
-    level = value.get(LOG_LEVEL)
-    bad_level = level is not None and level not in LEVELS
-    if not plausible:
-        # The capabilities may or may not structure; then the level is checked.
-        return frozenset({PARAMS} | ({PARAMS} if bad_level else {"fine"}))
-    if bad_level:
-        return frozenset({PARAMS})
-    return None
+    bad = (
+        not _caps_valid(value[CAPS])
+        or (LOG_LEVEL in value and value[LOG_LEVEL] not in LEVELS)
+        or (INFO in value and not _info_valid(value[INFO]))
+        or ("progressToken" in value and not _token_valid(value["progressToken"]))
+    )
+    return frozenset({PARAMS}) if bad else None
 
 
 @st.composite
@@ -274,6 +305,7 @@ def meta_faults(draw: st.DrawFn) -> Message:
         fault = draw(st.sampled_from([
             "no-meta", "meta-type", "pv-missing", "pv-type", "pv-string", "caps-missing",
             "caps-type", "caps-malformed", "level", "level-ok", "info", "info-missing", "extra",
+            "progress",
         ]))
         if fault == "no-meta":
             has_meta = False
@@ -302,6 +334,8 @@ def meta_faults(draw: st.DrawFn) -> Message:
                 {"name": json_values, "version": json_values}))
         elif fault == "info-missing":
             value.pop(INFO, None)
+        elif fault == "progress":
+            value["progressToken"] = draw(json_values)
         else:
             value[draw(texts)] = draw(json_values)
     if has_meta:
@@ -1022,7 +1056,11 @@ def apply_plan(headers: dict[str, str], plan: list[tuple[Any, ...]], method: Any
             items = [*without("Content-Type"), (b"Content-Type", step[1].encode())]
         elif what == "oversize":
             kinds.add("oversize")
-    # Accept and Content-Type as they ended up (a later step may undo an earlier one).
+    # Mcp-Method, Accept and Content-Type as they ended up (a later step may undo an
+    # earlier one: a "set" back to the right method after "method-wrong").
+    methods = [v for k, v in items if k.lower() == b"mcp-method"]
+    if isinstance(method, str) and methods == [method.encode("ascii", "replace")]:
+        kinds.discard("method-wrong")
     kinds -= {"accept", "content-type"}
     accepts = [v.decode("latin-1") for k, v in items if k.lower() == b"accept"]
     listed = {a.split(";")[0].strip().lower() for v in accepts for a in v.split(",")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -305,6 +306,27 @@ async def test_modern_mcp_name_base64_and_whitespace_are_accepted(name: str) -> 
                               Mcp_Method=None, MCP_METHOD="tools/call")
         assert response.status_code == 200, response.text
         assert response.json()["result"]["content"][0]["text"] == "x"
+
+
+async def test_modern_tasks_without_mcp_name_are_logged_once_per_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A ``tasks/*`` POST without ``Mcp-Name`` passes the header check (fastmcp-tasks 4.1.4
+    sends none; docs/interop.md F1) and is logged at debug level once per client (its
+    identity and ``clientInfo``); one whose ``Mcp-Name`` disagrees with the body is -32020."""
+    caplog.set_level(logging.DEBUG, logger="trio_mcp.transports")
+    async with serving(modern_app()) as (url, _), http_client() as client:
+        for n, client_name in enumerate(["fastmcp", "fastmcp", "other", "fastmcp"]):
+            body = request(40 + n, "tasks/get", {"taskId": "t-1"},
+                           **{INFO: {"name": client_name, "version": "4.1.4"}})
+            response = await post(client, url, body)
+            assert response.json()["error"]["code"] in (-32021, -32602), response.text
+        body = request(50, "tasks/get", {"taskId": "t-1"})
+        assert_error(await post(client, url, body, Mcp_Name="t-2"), 400, -32020, 50)
+    logged = [r for r in caplog.records
+              if "without the Mcp-Name header accepted" in r.getMessage()]
+    assert [r.levelno for r in logged] == [logging.DEBUG, logging.DEBUG]
+    assert "'fastmcp'" in logged[0].getMessage() and "'other'" in logged[1].getMessage()
 
 
 def test_modern_header_values_lose_surrounding_whitespace() -> None:

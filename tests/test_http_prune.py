@@ -1,6 +1,6 @@
 """A session's stream bookkeeping: pruning looks at few streams, and keeps exactly what it kept.
 
-``_http_session._prune`` used to scan every stream and every request entry on
+``HttpSession._prune`` used to scan every stream and every request entry on
 each new request (a session keeps its 64 latest ended streams for resumes:
 65 items per request). It now looks only at the streams open at the last
 prune. These tests replay random request histories (JSON and SSE answers,

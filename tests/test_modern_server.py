@@ -440,14 +440,19 @@ async def test_one_question_one_round(
 
 async def test_unanswered_or_extra_responses() -> None:
     """SEP-2322: on inputResponses missing a required key the server SHOULD re-request it
-    (a new input_required, not an error); servers SHOULD ignore keys they do not recognize."""
+    (a new input_required, not an error); servers SHOULD ignore keys they do not recognize.
+    Answers without a ``requestState`` were never asked for: ignored, the question comes
+    again; with the state, the asked key is used and the extra ones are ignored."""
     async with everything() as server:
         name = "test_input_required_result_elicitation"
         again = input_required(await server.call(
             name, inputResponses={"wrong_key": accept(data="wrong")}))
         assert list(again["inputRequests"]) == ["user_name"]
-        done = await server.call(name, inputResponses={
-            "user_name": accept(name="Alice"), "unknown_extra_key": accept(foo="bar")})
+        answers = {"user_name": accept(name="Alice"), "unknown_extra_key": accept(foo="bar")}
+        unasked = input_required(await server.call(name, inputResponses=answers))
+        assert list(unasked["inputRequests"]) == ["user_name"]
+        done = await server.call(name, inputResponses=answers,
+                                 requestState=unasked["requestState"])
         assert text_of(done) == "Hello, Alice!"
 
 

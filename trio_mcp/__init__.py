@@ -1,7 +1,11 @@
-"""trio-mcp: an actor-based, bidirectional MCP 2025-11-25 peer runtime on Trio.
+"""trio-mcp: an actor-based, bidirectional MCP peer runtime on Trio.
 
-Either side can host tasks and call them: a client calls server tools as
-tasks, and a server asks the client for sampling or elicitation as tasks.
+It speaks both revisions of the protocol, 2025-11-25 (tasks in the core
+protocol) and 2026-07-28 (stateless requests, MRTR, and tasks as the
+``io.modelcontextprotocol/tasks`` extension), on stdio, WebSocket and
+Streamable HTTP. Either side can host tasks and call them: a client calls
+server tools as tasks, and a server asks the client for sampling or
+elicitation as tasks.
 """
 
 from ._errors import (

@@ -16,7 +16,7 @@ import trio
 
 from ..peer import App
 from ..peer._messages import Request
-from ._http_policy import Receive, Scope, Send, until_disconnect
+from ._http_policy import OncePerClient, Receive, Scope, Send, until_disconnect
 from ._http_reuse import KeptSessions
 from ._http_session import HttpSession
 from ._http_stream import SseStream
@@ -44,6 +44,7 @@ class HttpEndpoint(Protocol):
     max_body: int
     max_sessions: int
     kept: KeptSessions
+    unnamed: OncePerClient  # tasks/* without Mcp-Name, logged once per client
     refuse_unscoped: Callable[[Scope, Send, Request], Awaitable[bool]]  # 403: see _http_auth
 
     async def start_session(

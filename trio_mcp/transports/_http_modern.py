@@ -35,6 +35,7 @@ from ..peer import App, Message
 from ..peer._features._era import unsupported_version
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
+    META_CLIENT_INFO,
     MODERN_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
     Request,
@@ -69,6 +70,19 @@ def _input_schema(app: App, name: str) -> dict[str, Any] | None:
     return None if spec is None else spec.tool.input_schema
 
 
+def _client_of(identity: str | None, params: dict[str, Any]) -> tuple[Any, ...]:
+    """Who sent a request, as far as it says: its identity and its ``clientInfo``."""
+    meta = params.get("_meta")
+    info = meta.get(META_CLIENT_INFO) if isinstance(meta, dict) else None
+    if not isinstance(info, dict):
+        return (identity, None, None)
+    name, version = info.get("name"), info.get("version")
+    return (
+        identity, name[:100] if isinstance(name, str) else None,
+        version[:100] if isinstance(version, str) else None,
+    )
+
+
 def modern_status(stream: SseStream) -> int:
     """The HTTP status of a modern request's JSON answer (2026-07-28 error codes)."""
     code = stream.error_code
@@ -94,11 +108,20 @@ async def modern_post(
         return
     params = item.params if isinstance(item.params, dict) else {}
     try:
-        check_modern_headers(scope, item.method, params, partial(_input_schema, http.app))
+        unnamed = check_modern_headers(
+            scope, item.method, params, partial(_input_schema, http.app))
     except HeaderMismatch as exc:
         log.info("http modern request %r refused: %s", item.id, exc)
         await fail(send, 400, str(exc), code=HEADER_MISMATCH, request_id=item.id)
         return
+    if unnamed:
+        client = _client_of(identity, params)
+        if http.unnamed.first(client):
+            log.debug(
+                "http modern %s without the Mcp-Name header accepted (the body's taskId "
+                "decides; SEP-2663 asks clients to send it): client %r, logged once per client",
+                item.method, client,
+            )
     version = header(scope, "mcp-protocol-version") or ""
     if version not in MODERN_PROTOCOL_VERSIONS:
         error = unsupported_version(version)

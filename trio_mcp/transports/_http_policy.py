@@ -200,10 +200,42 @@ MCP_NAME_FIELDS: Final = {
     # The tasks extension (SEP-2663): Mcp-Name mirrors params.taskId.
     "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
 }
+#: Methods whose missing ``Mcp-Name`` is accepted (one that disagrees is not).
+#: SEP-2663 asks the client to send it so that intermediaries can route a task's
+#: requests to the instance holding it; this server reads the task from the
+#: body's ``taskId`` and decides access by the caller's identity, so a missing
+#: header harms nothing here, and the one Python tasks requester (fastmcp-tasks
+#: 4.1.4) does not send it. No conformance check asks for its refusal.
+MCP_NAME_OPTIONAL: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
 #: Deepest ``properties`` chain searched for ``x-mcp-header`` annotations.
 _MAX_SCHEMA_DEPTH: Final = 32
+
+
+@final
+@attrs.define(eq=False)
+class OncePerClient:
+    """Which clients were told about something already: to log a thing once per client.
+
+    Bounded: past ``limit`` clients it starts over (a client may then be
+    logged again, never more than that).
+
+    Attributes:
+        limit: Most clients remembered.
+    """
+
+    limit: int = 1024
+    _seen: set[tuple[Any, ...]] = attrs.field(factory=set, init=False)
+
+    def first(self, client: tuple[Any, ...]) -> bool:
+        """Whether ``client`` is new (it is remembered from now on)."""
+        if client in self._seen:
+            return False
+        if len(self._seen) >= self.limit:
+            self._seen.clear()
+        self._seen.add(client)
+        return True
 
 
 class HeaderMismatch(Exception):
@@ -299,7 +331,7 @@ def check_modern_headers(
     method: str,
     params: Mapping[str, Any],
     input_schema: Callable[[str], Mapping[str, Any] | None],
-) -> None:
+) -> bool:
     """Check a modern POST's headers against its JSON-RPC request (MCP 2026-07-28).
 
     ``MCP-Protocol-Version`` must be present and equal the body's
@@ -311,9 +343,15 @@ def check_modern_headers(
     ``tools/call``, ``Mcp-Param-{Name}`` must be present exactly when the
     argument its ``x-mcp-header`` annotation names has a value, and equal
     it. ``Mcp-Name`` and ``Mcp-Param-*`` values may be Base64 sentinels.
+    A missing ``Mcp-Name`` is accepted on the methods of
+    :data:`MCP_NAME_OPTIONAL` (``tasks/*``), nowhere else.
 
     Args:
         input_schema: The ``inputSchema`` of a tool, by name (None: unknown tool).
+
+    Returns:
+        True when the request lacked an ``Mcp-Name`` it should carry and was
+        accepted anyway (for the caller to note).
 
     Raises:
         HeaderMismatch: The first disagreement found.
@@ -345,6 +383,8 @@ def check_modern_headers(
     source = params.get(field) if field is not None else None
     if isinstance(source, str):
         name = _field_value(scope, "mcp-name", "Mcp-Name")
+        if name is None and method in MCP_NAME_OPTIONAL:
+            return True
         if name is None:
             raise HeaderMismatch(
                 f"Header mismatch: the Mcp-Name header is required (expected {_shown(source)})"
@@ -361,6 +401,7 @@ def check_modern_headers(
         schema = input_schema(source)
         if schema is not None:
             _check_parameters(scope, schema, params.get("arguments"))
+    return False
 
 
 def _check_parameters(scope: Scope, schema: Mapping[str, Any], arguments: Any) -> None:

@@ -27,8 +27,7 @@ from ..auth import Identity
 from ..peer._features._scopes import IDENTITY_INFO
 from ._http_auth import IDENTITY_KEY
 from ._http_policy import Scope
-from ._http_session import STANDALONE, HttpSession
-from ._http_store import MemoryEventStore
+from ._http_session import HttpSession
 
 #: Sessions kept at most (all identities together); the oldest go first.
 MAX_KEPT_SESSIONS: Final = 64
@@ -74,7 +73,7 @@ class KeptSessions:
         Returns ``session`` itself when it cannot be kept (it is closed or
         still has a stream open).
         """
-        if session.closed or not forget_requests(session):
+        if session.closed or not session.forget_requests():
             return session
         self.idle.append(session)
         if len(self.idle) > self.limit:
@@ -83,22 +82,3 @@ class KeptSessions:
 
     def __len__(self) -> int:
         return len(self.idle)
-
-
-def forget_requests(self: HttpSession) -> bool:
-    """Forget ``self``'s request streams and their events, if all have ended.
-
-    Returns:
-        False (and nothing changed) when a stream is still open or the
-        events are not in a :class:`MemoryEventStore`.
-    """
-    if not isinstance(self.store, MemoryEventStore) or any(
-        not s.ended for s in self.by_request.values()
-    ) or any(not s.ended for i, s in self.streams.items() if i != STANDALONE):
-        return False
-    for stream_id in self.streams.keys() - {STANDALONE}:
-        del self.streams[stream_id]
-        self.store.drop_now(stream_id)
-    self.by_request.clear()
-    self.by_progress_token.clear()
-    return True

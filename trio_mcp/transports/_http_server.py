@@ -69,6 +69,7 @@ from ._http_handlers import SESSION_HEADER, delete, get, post
 from ._http_policy import (
     Authenticator,
     HttpPolicy,
+    OncePerClient,
     Receive,
     Scope,
     Send,
@@ -152,6 +153,8 @@ class StreamableHttpApp:
     )
     #: Sessions of 2026-07-28 POSTs kept for the next POST of their identity.
     kept: KeptSessions = attrs.field(factory=KeptSessions, init=False)
+    #: Clients whose ``tasks/*`` without ``Mcp-Name`` were logged (once each).
+    unnamed: OncePerClient = attrs.field(factory=OncePerClient, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
 
     # --- background ---------------------------------------------------------------------

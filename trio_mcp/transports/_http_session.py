@@ -190,7 +190,7 @@ class HttpSession:
     def open_stream(self, request_id: RequestId, *, json: bool) -> SseStream:
         """Register the stream that will carry the answer to ``request_id``."""
         stream = SseStream(str(next(self._ids)), request_id, json=json)
-        _prune(self)
+        self._prune()
         if not json:
             self.streams[stream.stream_id] = stream
         self.by_request[request_id] = stream
@@ -332,7 +332,7 @@ class HttpSession:
         if data is None:
             log.error("dropped a message that cannot be encoded as JSON: %.200r", msg)
             return None
-        stream = _stream_for(self, msg)
+        stream = self._stream_for(msg)
         if stream is None:
             log.debug("session %s: dropped a response with no open stream", self.session_id)
             return None
@@ -354,62 +354,78 @@ class HttpSession:
             return None
         return stream, data, is_answer
 
+    def forget_requests(self) -> bool:
+        """Forget this session's request streams and their events, if all have ended.
+
+        Returns:
+            False (and nothing changed) when a stream is still open or the
+            events are not in a :class:`MemoryEventStore`.
+        """
+        if not isinstance(self.store, MemoryEventStore) or any(
+            not s.ended for s in self.by_request.values()
+        ) or any(not s.ended for i, s in self.streams.items() if i != STANDALONE):
+            return False
+        for stream_id in self.streams.keys() - {STANDALONE}:
+            del self.streams[stream_id]
+            self.store.drop_now(stream_id)
+        self.by_request.clear()
+        self.by_progress_token.clear()
+        return True
+
     async def prime(self, stream: SseStream) -> str:
         """Store a priming event (an id, no data) on ``stream``; return its id."""
         return await self.store.store_event(stream.stream_id, b"")
 
+    def _stream_for(self, msg: Message) -> SseStream | None:
+        """The stream ``msg`` goes on (None: a response with no open stream: dropped)."""
+        if isinstance(msg, Response | ErrorResponse):
+            # A response only ever goes on its request's stream (never on the
+            # GET stream); with that stream ended (the request was cancelled),
+            # it is dropped.
+            stream = self.by_request.get(msg.id) if msg.id is not None else None
+            return stream if stream is not None and not stream.ended else None
+        related = getattr(msg, "related_request_id", None)
+        stream = None
+        if isinstance(related, str | int) and not isinstance(related, bool):
+            stream = self.by_request.get(related)
+        elif isinstance(msg, Notification) and msg.method == "notifications/progress":
+            # Progress names its request by the token the request carried.
+            token = (msg.params or {}).get("progressToken")
+            if isinstance(token, str | int):
+                stream = self.by_progress_token.get(token)
+        if stream is not None and not stream.ended and not stream.json:
+            return stream
+        return self.standalone
 
-def _stream_for(self: HttpSession, msg: Message) -> SseStream | None:
-    """The stream ``msg`` goes on (None: a response with no open stream: dropped)."""
-    if isinstance(msg, Response | ErrorResponse):
-        # A response only ever goes on its request's stream (never on the
-        # GET stream); with that stream ended (the request was cancelled),
-        # it is dropped.
-        stream = self.by_request.get(msg.id) if msg.id is not None else None
-        return stream if stream is not None and not stream.ended else None
-    related = getattr(msg, "related_request_id", None)
-    stream = None
-    if isinstance(related, str | int) and not isinstance(related, bool):
-        stream = self.by_request.get(related)
-    elif isinstance(msg, Notification) and msg.method == "notifications/progress":
-        # Progress names its request by the token the request carried.
-        token = (msg.params or {}).get("progressToken")
-        if isinstance(token, str | int):
-            stream = self.by_progress_token.get(token)
-    if stream is not None and not stream.ended and not stream.json:
-        return stream
-    return self.standalone
+    def _prune(self) -> None:
+        """Keep the latest :data:`MAX_ENDED_STREAMS` ended streams (for resumes) and every live one.
 
-
-def _prune(self: HttpSession) -> None:
-    """Keep the latest :data:`MAX_ENDED_STREAMS` ended streams (for resumes) and every live one.
-
-    An ended stream no longer in ``streams`` (a JSON answer's; one pushed
-    out) leaves ``by_request`` too. Only the streams open at the last prune
-    are looked at (the requests in flight), and the oldest ended ones first:
-    a session that keeps its 64 ended streams pays for one, not for 64.
-    """
-    streams, by_request = self.streams, self.by_request
-    still_open = []
-    for stream in self.opened:
-        if not stream.ended:
-            still_open.append(stream)
-        elif stream.json and by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
-            del by_request[stream.request_id]  # type: ignore[arg-type]
-    self.opened = still_open
-    live = sum(1 for stream in still_open if not stream.json)
-    excess = len(streams) - 1 - live - MAX_ENDED_STREAMS  # ended ones beyond the bound
-    if excess > 0:
-        doomed = []
-        for stream in streams.values():  # oldest first
-            if stream.ended and stream.stream_id != STANDALONE:
-                doomed.append(stream)
-                if len(doomed) == excess:
-                    break
-        for stream in doomed:
-            del streams[stream.stream_id]
-            if by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
+        An ended stream no longer in ``streams`` (a JSON answer's; one pushed
+        out) leaves ``by_request`` too. Only the streams open at the last prune
+        are looked at (the requests in flight), and the oldest ended ones first:
+        a session that keeps its 64 ended streams pays for one, not for 64.
+        """
+        streams, by_request = self.streams, self.by_request
+        still_open = []
+        for stream in self.opened:
+            if not stream.ended:
+                still_open.append(stream)
+            elif stream.json and by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
                 del by_request[stream.request_id]  # type: ignore[arg-type]
-    for token, stream in list(self.by_progress_token.items()):
-        if stream.ended:
-            del self.by_progress_token[token]
+        self.opened = still_open
+        live = sum(1 for stream in still_open if not stream.json)
+        excess = len(streams) - 1 - live - MAX_ENDED_STREAMS  # ended ones beyond the bound
+        if excess > 0:
+            doomed = []
+            for stream in streams.values():  # oldest first
+                if stream.ended and stream.stream_id != STANDALONE:
+                    doomed.append(stream)
+                    if len(doomed) == excess:
+                        break
+            for stream in doomed:
+                del streams[stream.stream_id]
+                if by_request.get(stream.request_id) is stream:  # type: ignore[arg-type]
+                    del by_request[stream.request_id]  # type: ignore[arg-type]
+        for token, stream in list(self.by_progress_token.items()):
+            if stream.ended:
+                del self.by_progress_token[token]

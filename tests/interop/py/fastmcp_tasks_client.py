@@ -1,13 +1,13 @@
 """Drive our ``everything_server.py --http`` with FastMCP's tasks client (``fastmcp-tasks``).
 
-    python fastmcp_tasks_client.py MODE URL [HEADERS]
+    python fastmcp_tasks_client.py MODE URL
 
 ``MODE`` is the FastMCP ``Client``'s ``mode=``: ``auto`` (probes ``server/discover``) or
-``2026-07-28`` (pinned). ``HEADERS`` is ``spec`` (the default: fastmcp-tasks' request
-classes are made to send the ``Mcp-Name`` header SEP-2663 requires, see
-``declare_mcp_name``) or ``as-shipped`` (they are left alone). Runs under ``.interop/fastmcp`` (not our venv) and prints one JSON
-report on stdout, each step as ``{"ok": true, "value": ...}`` or ``{"ok": false, "error":
-...}`` so that one failure does not hide the others.
+``2026-07-28`` (pinned). The client runs as shipped: nothing of fastmcp-tasks is patched
+(its ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` carry no ``Mcp-Name`` header,
+which our server accepts). Runs under ``.interop/fastmcp`` (not our venv) and prints one
+JSON report on stdout, each step as ``{"ok": true, "value": ...}`` or ``{"ok": false,
+"error": ...}`` so that one failure does not hide the others.
 
 ``fastmcp-tasks`` 4.1.4 has a requester: importing ``fastmcp_tasks`` registers its
 ``TasksClientExtension`` on every FastMCP ``Client`` (it declares
@@ -69,30 +69,11 @@ async def step(report: dict[str, Any], key: str, work: Awaitable[Any]) -> Any:
     return value
 
 
-def declare_mcp_name() -> None:
-    """The fix of a fastmcp-tasks 4.1.4 deviation, applied to its own request classes.
-
-    SEP-2663 ("Streamable HTTP: Routing Headers"): a client MUST set ``Mcp-Name`` to
-    ``params.taskId`` on ``tasks/get``, ``tasks/update`` and ``tasks/cancel``. mcp 2.3.0's
-    ``ClientSession.send_request`` sends ``Mcp-Name`` for a request class whose
-    ``name_param`` names the field, but fastmcp-tasks' ``GetTaskRequest``,
-    ``UpdateTaskRequest`` and ``CancelTaskRequest`` leave it ``None``, so no header is sent
-    and a server that checks the routing headers rejects the request.
-    """
-    from fastmcp_tasks import client_models
-
-    for cls in (client_models.GetTaskRequest, client_models.UpdateTaskRequest,
-                client_models.CancelTaskRequest):
-        cls.name_param = "taskId"
-
-
 def text_of(result: Any) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-async def main(mode: str, url: str, headers: str) -> dict[str, Any]:
-    if headers == "spec":
-        declare_mcp_name()
+async def main(mode: str, url: str) -> dict[str, Any]:
     wire: list[dict[str, Any]] = []
     elicitations: list[dict[str, Any]] = []
 
@@ -120,8 +101,7 @@ async def main(mode: str, url: str, headers: str) -> dict[str, Any]:
         elicitations.append(dump(params))
         return {"confirm": True}
 
-    report: dict[str, Any] = {"mode": mode, "headers": headers,
-                              "fastmcp_tasks": fastmcp_tasks.__version__}
+    report: dict[str, Any] = {"mode": mode, "fastmcp_tasks": fastmcp_tasks.__version__}
     transport = StreamableHttpTransport(url, httpx_client_factory=factory)
     async with Client(transport, mode=mode, elicitation_handler=on_elicit) as client:
         report["protocol_version"] = client.protocol_version
@@ -161,6 +141,5 @@ async def main(mode: str, url: str, headers: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    _, MODE, URL, *HEADERS = sys.argv
-    print(json.dumps(anyio.run(main, MODE, URL, HEADERS[0] if HEADERS else "spec"),
-                     default=str))
+    _, MODE, URL = sys.argv
+    print(json.dumps(anyio.run(main, MODE, URL), default=str))

@@ -21,6 +21,7 @@ from .._messages import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
+    META_PROGRESS_TOKEN,
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
     ClientCapabilities,
@@ -37,7 +38,9 @@ class RoundState:
     """The answers one run of an MRTR handler may use, and what it used.
 
     Attributes:
-        answers: Key -> answer: the verified earlier rounds', then this request's.
+        answers: Key -> answer: the verified earlier rounds', then this request's
+            answers to the keys its ``requestState`` says were asked (no state:
+            none; see ``_modern.usable_answers``).
         used: The answers the handler took (recorded in the next ``requestState``).
         asked: How many questions the handler asked so far (names unnamed keys).
     """
@@ -56,7 +59,7 @@ class ModernRequest:
         method: The request's method.
         protocol_version: ``io.modelcontextprotocol/protocolVersion``.
         client_capabilities: ``io.modelcontextprotocol/clientCapabilities``.
-        client_info: ``io.modelcontextprotocol/clientInfo``, if it was well formed.
+        client_info: ``io.modelcontextprotocol/clientInfo`` (None when absent).
         log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
         round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``),
             set by the dialect once the request's answers are read.
@@ -183,12 +186,22 @@ def is_modern_shaped(req: Request) -> bool:
 
 
 def read_request_meta(req: Request) -> ModernRequest:
-    """The modern protocol fields of ``req``.
+    """The modern protocol fields of ``req``: every reserved ``_meta`` key checked here.
+
+    The 2026-07-28 schema (``RequestMetaObject``) types five keys of a
+    request's ``_meta``: ``io.modelcontextprotocol/protocolVersion`` (a
+    string, required), ``io.modelcontextprotocol/clientCapabilities`` (a
+    ``ClientCapabilities`` object, required), ``io.modelcontextprotocol/
+    clientInfo`` (an ``Implementation``), ``io.modelcontextprotocol/logLevel``
+    (a ``LoggingLevel``) and ``progressToken`` (a string or an integer). A
+    key present with a value of another type makes the request's params
+    invalid; other keys are the client's own and are not looked at.
 
     Raises:
-        McpError: -32602 for a missing or malformed required field; -32022
-            (with ``data.supported`` and ``data.requested``) for a version
-            this side does not speak in this era.
+        McpError: -32602 for a missing required field or a reserved key of
+            the wrong type (the message names the key); -32022 (with
+            ``data.supported`` and ``data.requested``) for a version this
+            side does not speak in this era.
     """
     params = req.params if isinstance(req.params, dict) else {}
     meta = params.get("_meta")
@@ -200,27 +213,105 @@ def read_request_meta(req: Request) -> ModernRequest:
         )
     version = meta.get(META_PROTOCOL_VERSION)
     if not isinstance(version, str):
-        raise McpError(INVALID_PARAMS, f"Invalid params: _meta.{META_PROTOCOL_VERSION} is required")
+        raise _bad_meta(META_PROTOCOL_VERSION, "(a string) is required")
     caps = meta.get(META_CLIENT_CAPABILITIES)
     if not isinstance(caps, dict):
-        raise McpError(
-            INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is required"
-        )
+        raise _bad_meta(META_CLIENT_CAPABILITIES, "(an object) is required")
     if version not in MODERN_PROTOCOL_VERSIONS:
         raise unsupported_version(version)
     capabilities = _capabilities(caps)
-    level = meta.get(META_LOG_LEVEL)
-    if level is not None and level not in LOGGING_LEVELS:
-        raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level {str(level)[:20]!r}")
-    raw_info = meta.get(META_CLIENT_INFO)
-    info = _client_info(raw_info) if isinstance(raw_info, dict) else None
+    level: str | None = None
+    if META_LOG_LEVEL in meta:
+        level = meta[META_LOG_LEVEL]
+        if level not in LOGGING_LEVELS:
+            raise McpError(
+                INVALID_PARAMS, f"Invalid params: unknown log level {str(level)[:20]!r} in "
+                f"_meta.{META_LOG_LEVEL} (one of {', '.join(LOGGING_LEVELS)})",
+            )
+    info = _client_info(meta[META_CLIENT_INFO]) if META_CLIENT_INFO in meta else None
+    if META_PROGRESS_TOKEN in meta and not _progress_token(meta[META_PROGRESS_TOKEN]):
+        raise _bad_meta(META_PROGRESS_TOKEN, "must be a string or an integer")
     return ModernRequest(req.method, version, capabilities, info, level)
 
 
+def _bad_meta(key: str, problem: str) -> McpError:
+    return McpError(INVALID_PARAMS, f"Invalid params: _meta.{key} {problem}")
+
+
+def _progress_token(value: Any) -> bool:
+    """Whether ``value`` is a ``ProgressToken`` (a string or an integer; JSON's 2.0 is one)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, str | int) or (isinstance(value, float) and value.is_integer())
+
+
+#: ``ClientCapabilities`` members (2026-07-28): the members of each that must be
+#: objects (None: every member, as in a map of extension settings).
+_CAPABILITY_MEMBERS: Final[dict[str, tuple[str, ...] | None]] = {
+    "elicitation": ("form", "url"),
+    "sampling": ("context", "tools"),
+    "roots": (),
+    "experimental": None,
+    "extensions": None,
+}
+
+
+def capabilities_problem(caps: dict[str, Any]) -> str | None:
+    """What makes ``caps`` not a 2026-07-28 ``ClientCapabilities``, or None."""
+    for name, inner in _CAPABILITY_MEMBERS.items():
+        if name not in caps:
+            continue
+        value = caps[name]
+        if not isinstance(value, dict):
+            return f"{name} must be an object"
+        for key in value if inner is None else inner:
+            if key in value and not isinstance(value[key], dict):
+                return f"{name}[{str(key)[:64]!r}] must be an object"
+    return None
+
+
+def implementation_problem(info: Any) -> str | None:
+    """What makes ``info`` not an ``Implementation`` (2026-07-28), or None."""
+    if not isinstance(info, dict):
+        return "must be an object (an Implementation)"
+    for key in ("name", "version"):
+        if not isinstance(info.get(key), str):
+            return f"needs {key} (a string)"
+    for key in ("title", "description", "websiteUrl"):
+        if key in info and not isinstance(info[key], str):
+            return f"{key} must be a string"
+    if "icons" not in info:
+        return None
+    icons = info["icons"]
+    if not isinstance(icons, list):
+        return "icons must be an array"
+    for index, icon in enumerate(icons):
+        problem = _icon_problem(icon)
+        if problem is not None:
+            return f"icons[{index}] {problem}"
+    return None
+
+
+def _icon_problem(icon: Any) -> str | None:
+    if not isinstance(icon, dict):
+        return "must be an object (an Icon)"
+    if not isinstance(icon.get("src"), str):
+        return "needs src (a string)"
+    if "mimeType" in icon and not isinstance(icon["mimeType"], str):
+        return "mimeType must be a string"
+    sizes = icon.get("sizes", [])
+    if not isinstance(sizes, list) or not all(isinstance(size, str) for size in sizes):
+        return "sizes must be an array of strings"
+    if "theme" in icon and icon["theme"] not in ("light", "dark"):
+        return "theme must be \"light\" or \"dark\""
+    return None
+
+
 #: A client sends the same capabilities and identity with every request: they
-#: are structured once (a few hundred entries at most; then the cache restarts).
+#: are checked and structured once (a few hundred entries at most; then the
+#: cache restarts).
 _CAPS_CACHE: dict[str, ClientCapabilities] = {}
-_INFO_CACHE: dict[str, Implementation | None] = {}
+_INFO_CACHE: dict[str, Implementation] = {}
 _CACHE_SIZE: Final = 256
 #: Larger values are structured each time, never kept (memory stays bounded).
 _CACHE_KEY_CHARS: Final = 4096
@@ -230,12 +321,13 @@ def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
     key = repr(caps)
     found = _CAPS_CACHE.get(key)
     if found is None:
+        problem = capabilities_problem(caps)
+        if problem is not None:
+            raise _bad_meta(META_CLIENT_CAPABILITIES, f"is malformed: {problem}")
         try:
             found = converter.structure(caps, ClientCapabilities)
         except Exception:
-            raise McpError(
-                INVALID_PARAMS, f"Invalid params: _meta.{META_CLIENT_CAPABILITIES} is malformed"
-            ) from None
+            raise _bad_meta(META_CLIENT_CAPABILITIES, "is malformed") from None
         if len(key) <= _CACHE_KEY_CHARS:  # (a huge one is not kept)
             if len(_CAPS_CACHE) >= _CACHE_SIZE:
                 _CAPS_CACHE.clear()
@@ -243,19 +335,22 @@ def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
     return found
 
 
-def _client_info(raw: dict[str, Any]) -> Implementation | None:
+def _client_info(raw: Any) -> Implementation:
     key = repr(raw)
-    if key not in _INFO_CACHE:
+    found = _INFO_CACHE.get(key)
+    if found is None:
+        problem = implementation_problem(raw)
+        if problem is not None:
+            raise _bad_meta(META_CLIENT_INFO, problem)
         try:
-            info: Implementation | None = converter.structure(raw, Implementation)
+            found = converter.structure(raw, Implementation)
         except Exception:
-            info = None  # self-reported and for display only: a bad one is ignored
-        if len(key) > _CACHE_KEY_CHARS:
-            return info
-        if len(_INFO_CACHE) >= _CACHE_SIZE:
-            _INFO_CACHE.clear()
-        _INFO_CACHE[key] = info
-    return _INFO_CACHE[key]
+            raise _bad_meta(META_CLIENT_INFO, "is malformed") from None
+        if len(key) <= _CACHE_KEY_CHARS:
+            if len(_INFO_CACHE) >= _CACHE_SIZE:
+                _INFO_CACHE.clear()
+            _INFO_CACHE[key] = found
+    return found
 
 
 def unsupported_version(requested: str) -> McpError:

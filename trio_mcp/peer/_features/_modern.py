@@ -213,11 +213,29 @@ def _begin(peer: PeerCore, method: str, req: Request) -> tuple[ModernRequest, di
                 params["requestState"], digest=request_digest(method, params),
                 principal=_principal(peer),
             )
-        answers = dict(recorded.answers) if recorded is not None else {}
-        answers.update(responses)
-        modern.round = RoundState(answers)
+        modern.round = RoundState(usable_answers(recorded, responses))
     prelude = method == "tools/call" and prepare_call(peer, params, modern)
     return modern, params, prelude
+
+
+def usable_answers(recorded: RecordedRound | None, responses: dict[str, Any]) -> dict[str, Any]:
+    """The answers a retry's handler may use: what was asked, and nothing else.
+
+    The MRTR pattern (2026-07-28, basic/patterns/mrtr): a server ignores
+    input it did not request. This server knows what it requested: the
+    signed ``requestState`` lists the keys its last ``input_required``
+    asked. So without a state no answer is used (the handler asks its first
+    question again), and with one only the answers to the keys it asked
+    join the earlier rounds' (a key the handler has not reached yet is
+    asked when it gets there). A confirmation cannot be skipped by
+    answering it before it is shown.
+    """
+    if recorded is None:
+        return {}
+    answers = dict(recorded.answers)
+    asked = set(recorded.asked)
+    answers.update((key, value) for key, value in responses.items() if key in asked)
+    return answers
 
 
 def _finish(peer: PeerCore, method: str, out: Any) -> Any:

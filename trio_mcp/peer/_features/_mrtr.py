@@ -8,6 +8,9 @@ with :class:`InputRequired` and the request ends with
 ``requestState``. The client answers and sends the same request again with
 ``inputResponses`` and the state echoed; the handler then runs again from
 the start, and each question it asks is answered from what was recorded.
+Only answers to questions this server asked are used: a retry without a
+``requestState`` gets none, and an answer to a key the state does not list
+as asked is ignored (the handler asks that question when it gets there).
 
 The model is **re-running**, as the official SDKs and FastMCP do: a handler
 must ask the same questions in the same order for the same arguments, and

@@ -27,6 +27,8 @@ META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+#: The progress token of a request's ``_meta`` (both eras; a string or an integer).
+META_PROGRESS_TOKEN: Final = "progressToken"
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 RELATED_TASK_META: Final = "io.modelcontextprotocol/related-task"

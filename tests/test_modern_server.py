@@ -34,7 +34,7 @@ import pytest
 import trio
 
 from .helpers import EXAMPLES, SCHEMA_2026_PATH, SCHEMA_EXT_TASKS_PATH
-from .raw import _StdioRaw, stdio_server
+from .raw import READ_TIMEOUT, _StdioRaw, stdio_server
 
 EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
 SCHEMA_2026 = SCHEMA_2026_PATH
@@ -235,7 +235,7 @@ class Server:
                 self.modern = False  # this connection is a 2025-11-25 session
         await self.raw.send(msg)
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+    async def recv(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
         msg = await self.raw.recv(timeout)
         if self.modern:
             validate_modern(msg, self.methods.get(msg.get("id")))

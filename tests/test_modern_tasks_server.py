@@ -28,6 +28,7 @@ import pytest
 import trio
 
 from .helpers import SCHEMA_EXT_TASKS_PATH
+from .raw import READ_TIMEOUT
 from .test_modern_server import (
     ALL_CAPS,
     LEGACY,
@@ -120,7 +121,7 @@ class TasksServer(Server):
             ext_conforms(TASK_METHODS[method][0], msg)
         await super().send(msg)
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+    async def recv(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
         msg = await self.raw.recv(timeout)
         if self.modern:
             validate_tasks(msg, self.methods.get(msg.get("id")))

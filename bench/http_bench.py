@@ -9,9 +9,10 @@ request bytes built once, a response parsed just enough (status line, headers,
 per request is shown beside each server's. Servers, each a fresh process per run on
 127.0.0.1 (a server that is not installed is shown as n/a with how to install it):
 
-* ``trio-mcp``: ``examples/task_server.py --http 127.0.0.1:PORT`` (SSE answers, its
-  default); for the JSON rows the same App with ``json_response=True``
-  (``bench/peers/http_trio.py --json-response``). Plain calls go to ``echo``, an
+* ``trio-mcp``: ``examples/task_server.py --http 127.0.0.1:PORT --http-server hypercorn``
+  (SSE answers, its default); for the JSON rows the same App with ``json_response=True``
+  (``bench/peers/http_trio.py --json-response``), on hypercorn's Trio worker (the
+  rows of earlier sessions). Plain calls go to ``echo``, an
   ``inline=True`` plain ``def`` (runs on the event loop, no Trio task); the task is
   ``sleep {seconds: 0}`` (``task_support="optional"``, completes at once);
 * ``floor``: the HTTP floor: a fixed-answer ASGI app (a constant JSON-RPC result) on
@@ -24,11 +25,11 @@ per request is shown beside each server's. Servers, each a fresh process per run
   uvicorn, ``echo``); both eras on one endpoint, no tasks;
 * ``mcp130``: mcp 1.30.0's low-level ``Server`` with tasks behind
   ``StreamableHTTPSessionManager`` on uvicorn (``.interop/mcp130``; ``echo``, ``noop``);
-* beyond the floor (hypercorn parses HTTP in pure Python, node and uvicorn in C):
-  ``floor-c``, the same fixed answer, and ``trio-mcp-c``, trio-mcp's ASGI app
-  (``StreamableHttpApp``, the same App and modes as ``trio-mcp``), on a minimal Trio
-  HTTP/1.1 server whose parser is llhttp through ``httptools``
-  (``bench/peers/http_llhttp.py``; ``pip install -r bench/requirements-bench.txt``).
+* on llhttp (hypercorn parses HTTP in pure Python, node and uvicorn in C): ``trio-mcp-c``,
+  the same App and modes as ``trio-mcp`` on ``serve_http``'s default server, trio-mcp's
+  own HTTP/1.1 server on llhttp (``--http-server llhttp``; the ``fast`` extra's
+  ``httptools``), and ``floor-c``, the fixed answer on that server
+  (``bench/peers/http_trio.py --floor --server llhttp``).
 
 Workloads (each for ``--duration`` s after a warm-up, one request in flight per connection):
 
@@ -109,23 +110,23 @@ class Server:
 
     def argv(self, workload: str, port: int) -> list[str]:
         json_mode = workload in JSON_MODE
-        if self.key == "trio-mcp":
+        if self.key in ("trio-mcp", "trio-mcp-c"):
+            server = "hypercorn" if self.key == "trio-mcp" else "llhttp"
             if json_mode:
                 return [sys.executable, os.path.join(ROOT, "bench/peers/http_trio.py"), str(port),
-                        "--json-response"]
+                        "--json-response", "--server", server]
             return [sys.executable, os.path.join(ROOT, "examples/task_server.py"), "--http",
-                    f"127.0.0.1:{port}"]
+                    f"127.0.0.1:{port}", "--http-server", server]
         if self.key in ("floor", "floor-c"):
-            return [*self.cmd, str(port), "--floor", *([] if json_mode or workload == "modern"
-                                                        else ["--sse"])]
-        if self.key == "trio-mcp-c":
-            return [*self.cmd, str(port), "--app", *(["--json-response"] if json_mode else [])]
+            server = "hypercorn" if self.key == "floor" else "llhttp"
+            return [*self.cmd, str(port), "--floor", "--server", server,
+                    *([] if json_mode or workload == "modern" else ["--sse"])]
         return [*self.cmd, str(port), *(self.json_flag if json_mode else [])]
 
 
 def servers() -> list[Server]:
     py = sys.executable
-    trio = Server("trio-mcp", "trio-mcp", env={"PYTHONPATH": ROOT},
+    trio = Server("trio-mcp", "trio-mcp on hypercorn", env={"PYTHONPATH": ROOT},
                   spec={"echo": "echo", "task": ["sleep", {"seconds": 0}]})
     floor = Server("floor", "HTTP floor (hypercorn)", [py, os.path.join(ROOT, "bench/peers/http_trio.py")],
                    env={"PYTHONPATH": ROOT},
@@ -145,14 +146,13 @@ def servers() -> list[Server]:
     no_tasks = {w: "the floor answers one constant result: no tasks"
                 for w in ("task-2025", "task-2026")}
     floor_c = Server("floor-c", "HTTP floor (llhttp)",
-                     [py, os.path.join(ROOT, "bench/peers/http_llhttp.py")],
+                     [py, os.path.join(ROOT, "bench/peers/http_trio.py")],
                      env={"PYTHONPATH": ROOT}, unsupported=no_tasks)
-    trio_c = Server("trio-mcp-c", "trio-mcp on llhttp",
-                    [py, os.path.join(ROOT, "bench/peers/http_llhttp.py")],
-                    env={"PYTHONPATH": ROOT}, spec=trio.spec)
+    trio_c = Server("trio-mcp-c", "trio-mcp on llhttp", env={"PYTHONPATH": ROOT},
+                    spec=trio.spec)
     if importlib.util.find_spec("httptools") is None:
         floor_c.missing = trio_c.missing = (
-            "httptools not installed (pip install -r bench/requirements-bench.txt)")
+            "httptools not installed (pip install 'trio-mcp[fast]')")
     out = [trio, floor, ts]
     for key, major, venvs, unsupported in (
         ("mcp230", 2, [".interop/mcp230", ".bench/mcp2"],
@@ -425,7 +425,40 @@ def summary(med: dict[tuple[str, str, str], float | None], workloads: list[str])
         got = modern / legacy
         out.append(f"- {'HIT ' if got >= 0.9 else 'MISS'} modern stateless call within 10% of "
                    f"the legacy one (JSON answers): {got:.2f}x (goal >= 0.9x)")
-    return out + beyond(med, workloads)
+    return out + llhttp_targets(med, workloads) + beyond(med, workloads)
+
+
+def llhttp_targets(med: dict[tuple[str, str, str], float | None],
+                   workloads: list[str]) -> list[str]:
+    """Issue 33's targets: trio-mcp on its llhttp server against the TS SDK and mcp 2.3."""
+    out: list[str] = []
+
+    def rate(key: str, w: str) -> float | None:
+        return med.get((key, w, "rate")) if w in workloads else None
+
+    def target(label: str, got: float | None, goal: float) -> None:
+        if got is None:
+            out.append(f"- n/a  {label}: not measured")
+        else:
+            out.append(f"- {'HIT ' if got >= goal else 'MISS'} {label}: {got:.2f}x "
+                       f"(goal >= {goal:g}x)")
+
+    def ratio(w: str, other: str) -> float | None:
+        ours, theirs = rate("trio-mcp-c", w), rate(other, w)
+        return ours / theirs if ours and theirs else None
+
+    if not any(rate("trio-mcp-c", w) for w in WORKLOADS):
+        return out
+    out += ["", "Targets (issue 33: trio-mcp on llhttp), ratios of this run:", ""]
+    target("sequential JSON >= 3.0x the TS SDK", ratio("seq-json", "ts"), 3.0)
+    target("sequential SSE >= 3.0x the TS SDK", ratio("seq-sse", "ts"), 3.0)
+    target("50 clients >= 1.8x the TS SDK", ratio("c50", "ts"), 1.8)
+    target("2025 task round trip >= 2.0x the TS SDK", ratio("task-2025", "ts"), 2.0)
+    target("2026-07-28 stateless call >= 3.0x mcp 2.3.0", ratio("modern", "mcp230"), 3.0)
+    legacy, modern = rate("trio-mcp-c", "seq-json"), rate("trio-mcp-c", "modern")
+    target("2026-07-28 stateless call within 10% of the 2025 call (JSON)",
+           modern / legacy if modern and legacy else None, 0.9)
+    return out
 
 
 def beyond(med: dict[tuple[str, str, str], float | None], workloads: list[str]) -> list[str]:
@@ -442,7 +475,7 @@ def beyond(med: dict[tuple[str, str, str], float | None], workloads: list[str]) 
             parts.append(f"floor {cpu['floor-c']:,.0f} us vs hypercorn's {cpu['floor']:,.0f} "
                          f"({rate['floor-c'] / rate['floor']:.2f}x the rate)")
         if cpu["trio-mcp"] and cpu["trio-mcp-c"] and rate["trio-mcp"] and rate["trio-mcp-c"]:
-            parts.append(f"trio-mcp {cpu['trio-mcp-c']:,.0f} us vs {cpu['trio-mcp']:,.0f} on "
+            parts.append(f"trio-mcp {cpu['trio-mcp-c']:,.0f} us on llhttp vs {cpu['trio-mcp']:,.0f} on "
                          f"hypercorn ({rate['trio-mcp-c'] / rate['trio-mcp']:.2f}x the rate)")
         if cpu["trio-mcp-c"] and cpu["floor-c"] and rate["trio-mcp-c"] and rate["floor-c"]:
             parts.append(f"MCP layer {cpu['trio-mcp-c'] - cpu['floor-c']:,.0f} us above its "
@@ -452,8 +485,8 @@ def beyond(med: dict[tuple[str, str, str], float | None], workloads: list[str]) 
         if parts:
             out.append(f"- {w}: " + "; ".join(parts))
     if out:
-        out = ["", "Beyond the floor (server CPU per request; a Trio HTTP/1.1 server on llhttp, "
-               "bench/peers/http_llhttp.py, against hypercorn):", "", *out]
+        out = ["", "llhttp against hypercorn (server CPU per request; trio-mcp's own HTTP/1.1 "
+               "server, serve_http's default with httptools):", "", *out]
     return out
 
 
@@ -463,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--duration", type=float, default=2.0, help="seconds per run")
     parser.add_argument("--only", action="append", metavar="NAME",
-                        help="a server (trio-mcp, floor, ts, mcp230, mcp130) or a workload "
+                        help="a server (trio-mcp, trio-mcp-c, floor, floor-c, ts, mcp230, "
+                             "mcp130) or a workload "
                              f"({', '.join(WORKLOADS)}); repeatable")
     parser.add_argument("--clients", type=int, default=50, help="connections of the c50 rows")
     parser.add_argument("--client-procs", type=int, default=2,

@@ -17,6 +17,8 @@ import trio_mcp
 OUT = Path(__file__).resolve().parent / "reference"
 #: Classes whose API is mostly inherited from private mixins (the features of a peer).
 INHERITING = {"App", "Peer", "RequestContext"}
+#: Public type aliases (a ``Literal`` is callable-looking but no function), and their page.
+TYPE_ALIASES = {"HttpServerName": "transports"}
 #: Public subpackages with an ``__all__`` of their own, and their page.
 SUBPACKAGES = {"trio_mcp.auth": "security"}
 
@@ -48,6 +50,8 @@ PAGES: dict[str, tuple[str, str]] = {
 
 
 def page_of(name: str, obj: object) -> str:
+    if name in TYPE_ALIASES:
+        return TYPE_ALIASES[name]
     module = getattr(obj, "__module__", "") if inspect.isclass(obj) or callable(obj) else ""
     module = module or ""
     if inspect.isclass(obj) and issubclass(obj, BaseException):
@@ -69,6 +73,8 @@ def page_of(name: str, obj: object) -> str:
 
 
 def directive(name: str, obj: object, module: str = "trio_mcp") -> str:
+    if name in TYPE_ALIASES:
+        return f".. autodata:: {module}.{name}\n"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         kind = "autoexception"
     elif inspect.isclass(obj):

@@ -648,13 +648,15 @@ async def serve_websocket(
 
 
 async def serve_http(
-    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None = None
+    app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None = None,
+    server: trio_mcp.HttpServerName | None = None,
 ) -> None:
     """Serve ``app`` over Streamable HTTP on ``host:port`` (endpoint ``/mcp``) until cancelled."""
     http_app = trio_mcp.StreamableHttpApp(app, policy=trio_mcp.HttpPolicy(tokens=tokens))
     add_http_tools(app, http_app)
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(trio_mcp.serve_http, http_app, host, port))
+        address = await nursery.start(partial(trio_mcp.serve_http, http_app, host, port,
+                                                   server=server))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
@@ -666,12 +668,17 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--http", metavar="HOST:PORT",
                        help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
     parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
+    parser.add_argument("--http-server", choices=("llhttp", "hypercorn"),
+                        help="with --http: the HTTP/1.1 server (default: llhttp when httptools "
+                             "is installed, else hypercorn)")
     parser.add_argument("--store", metavar="URL",
                         help="where tasks live: memory (default) or sqlite:///path/to/tasks.db")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     args = parser.parse_args(argv)
     if args.token and not (args.ws or args.http):
         parser.error("--token applies to --ws or --http")
+    if args.http_server and not args.http:
+        parser.error("--http-server applies to --http")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     try:
         app = build_app(args.store)
@@ -682,7 +689,7 @@ def main(argv: list[str] | None = None) -> None:
         host, _, port = (args.ws or args.http).rpartition(":")
         if not port.isdigit():
             parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
-        serve = serve_websocket if args.ws else serve_http
+        serve = serve_websocket if args.ws else partial(serve_http, server=args.http_server)
     try:
         if args.ws or args.http:
             trio.run(serve, app, host or "127.0.0.1", int(port), tokens)

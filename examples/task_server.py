@@ -132,7 +132,7 @@ def add_auth_tools(app: trio_mcp.App) -> None:
 
 async def serve_websocket(
     app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None,
-    verifier: TokenVerifier | None = None,
+    verifier: TokenVerifier | None = None, server: trio_mcp.HttpServerName | None = None,
 ) -> None:
     """Serve over WebSocket; print the URL (the real port when given 0) on stderr."""
     async with trio.open_nursery() as nursery:
@@ -144,7 +144,7 @@ async def serve_websocket(
 
 async def serve_http(
     app: trio_mcp.App, host: str, port: int, tokens: dict[str, str] | None,
-    verifier: TokenVerifier | None = None,
+    verifier: TokenVerifier | None = None, server: trio_mcp.HttpServerName | None = None,
 ) -> None:
     """Serve over Streamable HTTP; print the endpoint's URL on stderr.
 
@@ -155,7 +155,7 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         address = await nursery.start(partial(
             trio_mcp.serve_http, app, host, port, tokens=tokens, verifier=verifier,
-            scopes_supported=scopes,
+            scopes_supported=scopes, server=server,
         ))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--http", metavar="HOST:PORT",
                        help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
     parser.add_argument("--token", help="require this bearer token (WebSocket or HTTP)")
+    parser.add_argument("--http-server", choices=("llhttp", "hypercorn"),
+                        help="with --http: the HTTP/1.1 server (default: llhttp when httptools "
+                             "is installed, else hypercorn)")
     oauth = parser.add_argument_group(
         "OAuth 2.1 (WebSocket or HTTP): verify JWT access tokens with --jwks-uri, or opaque "
         "ones with --introspection-url; tokens must be issued by --issuer for --audience")
@@ -246,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.token and not (args.ws or args.http):
         parser.error("--token applies to --ws or --http")
+    if args.http_server and not args.http:
+        parser.error("--http-server applies to --http")
     verifier = _verifier(parser, args)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     try:
@@ -258,7 +263,7 @@ def main(argv: list[str] | None = None) -> None:
         host, _, port = (args.ws or args.http).rpartition(":")
         if not port.isdigit():
             parser.error(f"wants HOST:PORT, not {args.ws or args.http!r}")
-        serve = serve_websocket if args.ws else serve_http
+        serve = serve_websocket if args.ws else partial(serve_http, server=args.http_server)
     try:
         if args.ws or args.http:
             trio.run(serve, app, host or "127.0.0.1", int(port), tokens, verifier)

@@ -97,10 +97,13 @@ def setup_telemetry() -> tuple[TracerProvider, MeterProvider]:
     return tracer_provider, meter_provider
 
 
-async def serve_http(app: trio_mcp.App, host: str, port: int) -> None:
+async def serve_http(
+    app: trio_mcp.App, host: str, port: int, server: trio_mcp.HttpServerName | None = None
+) -> None:
     """Serve over Streamable HTTP; print the endpoint's URL on stderr."""
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(trio_mcp.serve_http, app, host, port))
+        address = await nursery.start(partial(trio_mcp.serve_http, app, host, port,
+                                              server=server))
         print(f"serving on {address.url}", file=sys.stderr, flush=True)
 
 
@@ -123,6 +126,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", metavar="HOST:PORT",
                         help="serve over Streamable HTTP (endpoint /mcp) instead of stdio")
+    parser.add_argument("--http-server", choices=("llhttp", "hypercorn"),
+                        help="with --http: the HTTP/1.1 server (default: llhttp when httptools "
+                             "is installed, else hypercorn)")
     parser.add_argument("--no-poll-spans", action="store_true",
                         help="leave tasks/get out of the traces (trace_task_polling=False)")
     args = parser.parse_args(argv)
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     app = task_server.build_app()
     if args.http:
         host, _, port = args.http.rpartition(":")
-        serve = partial(serve_http, app, host or "127.0.0.1", int(port))
+        serve = partial(serve_http, app, host or "127.0.0.1", int(port), args.http_server)
     else:
         serve = partial(trio_mcp.serve_stdio, app)
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from trio_mcp.peer._session import _outbound
 
-from .helpers import SCHEMA_PATH, TRANSPORTS
+from .helpers import HTTP_SERVERS, LLHTTP, SCHEMA_PATH, TRANSPORTS
 from .postgres_server import (
     postgres_available,
     postgres_server,
@@ -25,6 +25,11 @@ __all__ = [  # fixtures for every test module
     "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
     "postgres_url", "redis_available", "redis_server", "redis_url",
 ]  # fmt: skip
+
+#: The llhttp server's own tests need httptools (the ``fast`` extra); CI's run with the
+#: ``test`` extra alone has none (serve_http then runs hypercorn).
+collect_ignore = [] if LLHTTP else ["test_http11.py", "test_http11_fuzz.py",
+                                    "test_http11_units.py"]
 
 #: Every message a trio_mcp peer sent or received during the running test, as
 #: (direction, json, method); what was sent is checked against the official schema of its
@@ -70,6 +75,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow"):
             item.add_marker(skip)
+
+
+@pytest.fixture(params=HTTP_SERVERS)
+def both_http_servers(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """Each HTTP/1.1 server in turn: ``trio_mcp.serve_http`` runs it for this test.
+
+    A module opts in with ``pytestmark = pytest.mark.usefixtures("both_http_servers")``;
+    every ``trio_mcp.serve_http`` its tests start (``http_support.serving`` too) then
+    runs on llhttp, then on hypercorn.
+    """
+    import functools
+
+    import trio_mcp
+
+    monkeypatch.setattr(trio_mcp, "serve_http",
+                        functools.partial(trio_mcp.serve_http, server=request.param))
+    yield request.param
 
 
 @pytest.fixture(params=TRANSPORTS)

@@ -6,7 +6,8 @@
 * ``memory``: both peers in this process, joined by the in-memory bus pair;
 * ``stdio``: the example server as a real subprocess over its stdin/stdout;
 * ``ws``: a real WebSocket server on 127.0.0.1 in this process;
-* ``http``: a real Streamable HTTP server (hypercorn) on 127.0.0.1 in this process.
+* ``http``: a real Streamable HTTP server (``serve_http``'s default: llhttp when
+  ``httptools`` is installed, else hypercorn) on 127.0.0.1 in this process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 import trio_mcp
@@ -38,6 +40,12 @@ SCHEMA_2026_PATH = SPEC / "schema-2026-07-28.json"
 #: The tasks extension ``io.modelcontextprotocol/tasks`` (ext-tasks at e434597).
 SCHEMA_EXT_TASKS_PATH = SPEC / "schema-ext-tasks-draft.json"
 TRANSPORTS = ("memory", "stdio", "ws", "http")
+#: ``httptools`` (the ``fast`` extra) is installed: serve_http's llhttp server can run.
+LLHTTP = importlib.util.find_spec("httptools") is not None
+#: For a parameter that runs the llhttp server.
+needs_llhttp = pytest.mark.skipif(not LLHTTP, reason="httptools (the fast extra) not installed")
+#: Each HTTP/1.1 server serve_http can run, as parameters (llhttp skipped without httptools).
+HTTP_SERVERS = (pytest.param("llhttp", marks=needs_llhttp), "hypercorn")
 _SEEN: weakref.WeakKeyDictionary[trio_mcp.App, list[Any]] = weakref.WeakKeyDictionary()
 
 

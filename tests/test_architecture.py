@@ -1,4 +1,4 @@
-"""The shape of the package: layers, no import cycle, module and class sizes.
+"""The shape of the package: layers, no import cycle, methods kept with their class.
 
 These pin the split of the peer by responsibility (a JSON-RPC session that
 knows no MCP, one module per feature, a task runtime below both).
@@ -15,38 +15,31 @@ from pathlib import Path
 import pytest
 
 from trio_mcp.peer._features import _catalog
-from trio_mcp.peer._features._peer import Peer
+from trio_mcp.peer._peer import Peer
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "trio_mcp"
-MAX_MODULE_LINES = 500
-MAX_CLASS_LINES = 300
 
 
 def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_architecture_no_module_over_500_lines() -> None:
-    big = {
-        str(p.relative_to(ROOT)): n
-        for p in _modules()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    }
-    assert big == {}
+def test_architecture_no_free_function_takes_another_class_self() -> None:
+    """Cohesion, not size, decides the layout: what works on a class's state is its method.
 
-
-def test_architecture_no_class_over_300_lines() -> None:
-    big: dict[str, int] = {}
+    A module-level function whose first parameter is ``self`` is a method moved
+    out of its class (to keep a module or class under a size cap, as once done).
+    """
+    found = []
     for path in _modules():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                assert node.end_lineno is not None
-                size = node.end_lineno - node.lineno + 1
-                if size > MAX_CLASS_LINES:
-                    big[f"{path.relative_to(ROOT)}:{node.name}"] = size
-    assert big == {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args.posonlyargs + node.args.args
+                if args and args[0].arg == "self":
+                    found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert found == []
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -129,3 +122,39 @@ def test_architecture_session_names_no_mcp_method() -> None:
     }
     # Only the JSON-RPC-level notifications the session must own itself.
     assert methods <= {"notifications/cancelled", "notifications/progress"}
+
+
+def _direct_imports() -> dict[str, set[str]]:
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the dev extra)")
+    graph = grimp.build_graph("trio_mcp")
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+
+def test_architecture_features_import_no_dialect() -> None:
+    # Issue 31: the 2026-07-28 dialect is its own package, and no feature imports it
+    # (TYPE_CHECKING and function-level imports count too). No exception is listed.
+    imports = _direct_imports()
+    dialects = {m for m in imports if m.startswith("trio_mcp.peer._dialects.")}
+    assert {"trio_mcp.peer._dialects._modern", "trio_mcp.peer._dialects._era"} <= dialects
+    crossing = sorted(
+        f"{m} -> {i}"
+        for m, targets in imports.items()
+        if m.startswith("trio_mcp.peer._features")
+        for i in targets
+        if i.startswith("trio_mcp.peer._dialects")
+    )
+    assert crossing == []
+
+
+def test_architecture_transports_import_only_the_faces_of_peer_and_dialects() -> None:
+    # A transport may import trio_mcp.peer and trio_mcp.peer._dialects (their faces), the
+    # messages and the session, but no module inside _features or _dialects.
+    imports = _direct_imports()
+    crossing = sorted(
+        f"{m} -> {i}"
+        for m, targets in imports.items()
+        if m.startswith("trio_mcp.transports")
+        for i in targets
+        if i.startswith(("trio_mcp.peer._features", "trio_mcp.peer._dialects."))
+    )
+    assert crossing == []

@@ -25,6 +25,9 @@ from .helpers import load_example
 from .http_support import INITIALIZE, Raw, http_client
 from .oauth_server import RS_CLIENT, AuthServer, authorization_server
 
+#: Every test on both HTTP/1.1 servers (llhttp, hypercorn).
+pytestmark = pytest.mark.usefixtures("both_http_servers")
+
 ERA_2026 = "2026-07-28"
 
 

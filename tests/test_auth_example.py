@@ -20,7 +20,7 @@ import trio
 
 import trio_mcp
 
-from .helpers import ROOT, TASK_SERVER
+from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, needs_llhttp
 from .oauth_server import RS_CLIENT, AuthServer, authorization_server
 
 pytestmark = pytest.mark.timeout(90)
@@ -68,12 +68,15 @@ async def check_whoami_and_admin(url: str, reader: str, admin: str, *, ws: bool)
         assert (await client.call_tool("admin_echo", {"text": "hi"})).text == "hi"
 
 
-@pytest.mark.parametrize("transport", ["http", "ws"])
-async def test_auth_example_jwks(auth_server: AuthServer, transport: str) -> None:
+@pytest.mark.parametrize(("transport", "server"), [
+    pytest.param("http", "llhttp", marks=needs_llhttp), ("http", "hypercorn"), ("ws", None)])
+async def test_auth_example_jwks(auth_server: AuthServer, transport: str, server: str | None
+                                 ) -> None:
     port = free_port()
     audience = (f"http://127.0.0.1:{port}/mcp" if transport == "http"
                 else f"ws://127.0.0.1:{port}/")
-    with example(f"--{transport}", f"127.0.0.1:{port}", "--jwks-uri",
+    chosen = ["--http-server", server] if server else []
+    with example(f"--{transport}", f"127.0.0.1:{port}", *chosen, "--jwks-uri",
                  auth_server.issuer + "/jwks.json", "--issuer", auth_server.issuer,
                  "--audience", audience) as url:
         reader = auth_server.mint({"aud": audience, "sub": "rita", "scope": "tools"})
@@ -91,11 +94,12 @@ async def test_auth_example_jwks(auth_server: AuthServer, transport: str) -> Non
         await trio.lowlevel.checkpoint()
 
 
-async def test_auth_example_introspection(auth_server: AuthServer) -> None:
+@pytest.mark.parametrize("server", HTTP_SERVERS)
+async def test_auth_example_introspection(auth_server: AuthServer, server: str) -> None:
     auth_server.token_format = "opaque"
     port = free_port()
     audience = f"http://127.0.0.1:{port}/mcp"
-    with example("--http", f"127.0.0.1:{port}", "--introspection-url",
+    with example("--http", f"127.0.0.1:{port}", "--http-server", server, "--introspection-url",
                  auth_server.issuer + "/introspect", "--client-id", RS_CLIENT[0],
                  "--client-secret", RS_CLIENT[1], "--issuer", auth_server.issuer,
                  "--audience", audience) as url:

@@ -130,7 +130,8 @@ def test_bench_http_prints_the_rows() -> None:
     assert "error" not in out, out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    assert header[:4] == ["workload", "metric", "trio-mcp", "HTTP floor (hypercorn)"], header
+    assert header[:4] == ["workload", "metric", "trio-mcp on hypercorn",
+                          "HTTP floor (hypercorn)"], header
     titles = [row.strip("|").split("|")[0].strip() for row in rows[1:]]
     for title in (
         "1. sequential tools/call, one 2025-11-25 session, JSON answers",
@@ -149,12 +150,13 @@ def test_bench_http_prints_the_rows() -> None:
     assert "What trio-mcp's MCP layer costs above hypercorn" in out
     assert header[4:6] == ["trio-mcp on llhttp", "HTTP floor (llhttp)"], header
     if importlib.util.find_spec("httptools") is None:
-        assert "httptools not installed (pip install -r bench/requirements-bench.txt)" in out
+        assert "httptools not installed (pip install 'trio-mcp[fast]')" in out
     else:
         for row in rows[1:]:
             cells = [cell.strip() for cell in row.strip("|").split("|")]
             assert cells[4] not in ("", "-", "n/a"), row  # trio-mcp on llhttp: every workload
-        assert "Beyond the floor" in out
+        assert "llhttp against hypercorn" in out
+        assert "Targets (issue 33: trio-mcp on llhttp)" in out
 
 
 def _importable(name: str) -> bool:

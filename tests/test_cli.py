@@ -289,8 +289,10 @@ def test_cli_tasks_outlive_the_connection_that_made_them(ws_url: str) -> None:
     assert task_id in [task["taskId"] for task in listed["tasks"]]
     status, task = tasks_cli(ws_url, "get", task_id)
     assert (status, task["status"]) == (0, "failed")
-    status, result = tasks_cli(ws_url, "result", task_id)
+    status, result = tasks_cli(ws_url, "result", task_id, "--json")
     assert (status, result["content"][0]["text"]) == (1, "kept")  # an error result: 1
+    printed = run_cli("tasks", "--ws", ws_url, "--token", TOKEN, "--quiet", "result", task_id)
+    assert (printed.returncode, printed.stdout) == (1, "kept\n")  # as call prints it
     status, message = tasks_cli(ws_url, "cancel", task_id)
     assert status == 2
     assert "already in terminal status" in message

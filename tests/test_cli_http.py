@@ -8,6 +8,7 @@ SIGKILL of the server. No test asserts a duration.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import socket
@@ -22,7 +23,7 @@ import pytest
 import trio_mcp
 
 from .cli_support import CLI, TOKEN, ctrl_c, one_line_error, read_until, run_cli, serving, start_cli
-from .helpers import EXAMPLES, TASK_SERVER
+from .helpers import EXAMPLES, HTTP_SERVERS, TASK_SERVER
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,10 +31,12 @@ RELATED = "io.modelcontextprotocol/related-task"
 RESTARTED = "The server stopped while this task was running"
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
-    """``trio-mcp serve-example --http 127.0.0.1:0 --token TOKEN`` as a subprocess."""
-    argv = [*CLI, "serve-example", "--http", "127.0.0.1:0", "--token", TOKEN]
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
+def http_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``trio-mcp serve-example --http 127.0.0.1:0 --token TOKEN --http-server S`` as a
+    subprocess, on each HTTP/1.1 server."""
+    argv = [*CLI, "serve-example", "--http", "127.0.0.1:0", "--token", TOKEN,
+            "--http-server", request.param]
     with serving(argv, "http") as (url, _):
         yield url
 
@@ -138,7 +141,7 @@ def test_cli_http_tasks_outlive_the_session_that_made_them(http_url: str) -> Non
     assert task_id in [task["taskId"] for task in listed["tasks"]]
     status, task = tasks_cli("--http", http_url, "get", task_id)
     assert (status, task["status"]) == (0, "failed")
-    status, result = tasks_cli("--http", http_url, "result", task_id)
+    status, result = tasks_cli("--http", http_url, "result", task_id, "--json")
     assert (status, result["content"][0]["text"]) == (1, "kept")
     status, message = tasks_cli("--http", http_url, "cancel", task_id)
     assert status == 2
@@ -156,6 +159,85 @@ def test_cli_http_ctrl_c_during_a_task_names_the_task(http_url: str) -> None:
         f"result with: trio-mcp tasks --http {http_url} --token TOKEN result {task_id}")
     assert tasks_cli("--http", http_url, "get", task_id)[1]["status"] == "working"
     assert tasks_cli("--http", http_url, "cancel", task_id)[0] == 0
+
+
+def test_cli_http_sigterm_during_a_task_names_the_task(http_url: str) -> None:
+    """SIGTERM (a service manager, ``timeout``, ``kill``) ends ``call --task`` as Ctrl-C
+    does: the task's id and the command that fetches its result; 143 = 128 + SIGTERM."""
+    proc = start_cli("call", "--http", http_url, "--token", TOKEN, "sleep", "--args",
+                     '{"seconds": 60}', "--task")
+    task_id = read_until(proc, r"task ([0-9a-f]{32}) created").group(1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.splitlines()[-1] == (
+        f"trio-mcp: terminated (SIGTERM); task {task_id} keeps running on the server; fetch "
+        f"its result with: trio-mcp tasks --http {http_url} --token TOKEN result {task_id}")
+    assert tasks_cli("--http", http_url, "cancel", task_id)[0] == 0
+
+
+@pytest.fixture(scope="module")
+def open_url() -> Iterator[str]:
+    """``trio-mcp serve-example --http 127.0.0.1:0`` without a token."""
+    with serving([*CLI, "serve-example", "--http", "127.0.0.1:0"], "http") as (url, _):
+        yield url
+
+
+def test_cli_http_2026_ctrl_c_without_token_gives_the_command_that_fetches_it(
+    open_url: str,
+) -> None:
+    """2026-07-28 over HTTP has no session: a task made without a token is reached by its
+    id alone, so the message gives the command, and that command prints the result."""
+    proc = start_cli("call", "--era", "2026-07-28", "--http", open_url, "sleep", "--args",
+                     '{"seconds": 3}', "--task")  # long enough to be interrupted
+    task_id = read_until(proc, r"task ([0-9a-f]{32}) created").group(1)
+    status, _, err = ctrl_c(proc)
+    assert status == 130, err
+    command = f"trio-mcp tasks --http {open_url} --era 2026-07-28 result {task_id}"
+    assert err.splitlines()[-1] == (
+        f"trio-mcp: interrupted; task {task_id} keeps running on the server, not bound to a "
+        f"session (without --token its id is the key to it); see its state and result with: "
+        f"{command}")
+    fetched = run_cli(*command.split()[1:], "--quiet")
+    assert (fetched.returncode, fetched.stdout) == (0, "slept 3 seconds\n"), fetched.stderr
+
+
+def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str) -> None:
+    for token in ([], ["--token", "wrong-token"]):
+        proc = run_cli("call", "--era", "2026-07-28", "--http", http_url, *token, "echo",
+                       "--args", '{"text": "x"}')
+        assert proc.returncode == 2
+        assert one_line_error(proc) == (
+            "trio-mcp: the server refused the HTTP connection: HTTP 401 "
+            "(a missing or unknown --token?)")
+
+
+def test_cli_http_trailing_slash_and_websocket_get_their_hints(http_url: str) -> None:
+    slash = run_cli("call", "--http", http_url + "/", "--token", TOKEN, "echo")
+    assert one_line_error(slash) == (
+        f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
+        f"trio-mcp serves {http_url})")
+    ws_url = "ws" + http_url.removeprefix("http")
+    ws = run_cli("call", "--ws", ws_url, "--token", TOKEN, "echo")
+    assert ws.returncode == 2
+    assert one_line_error(ws) == (
+        "trio-mcp: the server refused the WebSocket connection: HTTP 400: this is a Streamable "
+        "HTTP MCP endpoint, not a WebSocket one: POST to /mcp over HTTP "
+        f"(connect with --http {http_url})")
+
+
+def test_cli_tasks_result_prints_as_call_prints_2026(open_url: str) -> None:
+    called = run_cli("call", "--era", "2026-07-28", "--http", open_url, "sleep", "--args",
+                     '{"seconds": 0}', "--task")
+    assert called.returncode == 0, called.stderr
+    found = re.search(r"task ([0-9a-f]{32}) created", called.stderr)
+    assert found, called.stderr
+    task_id = found.group(1)
+    text = run_cli("tasks", "--era", "2026-07-28", "--http", open_url, "result", task_id, "-q")
+    assert (text.returncode, text.stdout) == (0, "slept 0 seconds\n"), text.stderr
+    raw = run_cli("tasks", "--era", "2026-07-28", "--http", open_url, "result", task_id,
+                  "--json", "-q")
+    assert json.loads(raw.stdout)["content"] == [{"type": "text", "text": "slept 0 seconds"}]
 
 
 # --- the examples' --http ----------------------------------------------------------------------
@@ -183,10 +265,18 @@ def test_cli_examples_refuse_bad_flags(example: str) -> None:
     for args, message in ((["--store", "mysql://x"], "--store: "),
                           (["--token", "t"], "--token applies to --ws or --http"),
                           (["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"], "not allowed"),
-                          (["--http", "127.0.0.1"], "wants HOST:PORT")):
+                          (["--http", "127.0.0.1"], "wants HOST:PORT"),
+                          (["--http-server", "hypercorn"], "--http-server applies to --http"),
+                          (["--http", "127.0.0.1:0", "--http-server", "h11"], "invalid choice")):
         proc = run_cli_script(script, *args)
         assert proc.returncode == 2, args
         assert message in proc.stderr, (args, proc.stderr)
+
+
+def test_cli_serve_example_http_server_needs_http() -> None:
+    proc = run_cli("serve-example", "--ws", "127.0.0.1:0", "--http-server", "hypercorn")
+    assert proc.returncode == 2
+    assert one_line_error(proc) == "trio-mcp: --http-server only applies to --http"
 
 
 def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:
@@ -194,8 +284,11 @@ def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         url = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+        cli = run_cli("serve-example", "--ws", "127.0.0.1:0", "--store", url)
+        assert cli.returncode == 2, cli.stderr
+        assert one_line_error(cli).startswith(  # it names the store
+            f"trio-mcp: cannot open the task store {url}: ConnectionError: ")
         for proc in (
-            run_cli("serve-example", "--ws", "127.0.0.1:0", "--store", url),
             run_cli_script(str(EXAMPLES / "everything_server.py"), "--ws", "127.0.0.1:0",
                            "--store", url),
             run_cli_script(str(EXAMPLES / "task_server.py"), "--ws", "127.0.0.1:0", "--store", url),
@@ -203,6 +296,41 @@ def test_cli_an_unreachable_redis_store_is_one_clear_line() -> None:
             assert proc.returncode in (1, 2), proc.stderr  # the CLI's error status, sys.exit's
             assert "Task store unavailable (ConnectionError" in proc.stderr
             assert "Traceback" not in proc.stderr
+
+
+def test_cli_serve_example_port_in_use_is_one_line_naming_it(http_url: str) -> None:
+    where = http_url.removeprefix("http://").removesuffix("/mcp")
+    proc = run_cli("serve-example", "--http", where)
+    assert proc.returncode == 2
+    assert one_line_error(proc) == f"trio-mcp: cannot serve on {where}: Address already in use"
+
+
+#: ``app.run`` in a script of a user's (the port and the store from argv).
+APP_RUN = """
+import sys
+import trio_mcp
+
+app = trio_mcp.App("runner", store=sys.argv[2] if len(sys.argv) > 2 else None)
+app.run("http", port=int(sys.argv[1]))
+"""
+
+
+def test_cli_app_run_start_up_failures_are_one_line_exit_1(http_url: str) -> None:
+    """Under ``app.run``: a port in use, an unreachable store: one line that names the port
+    or the store (no ExceptionGroup traceback), exit status 1."""
+    port = http_url.removeprefix("http://127.0.0.1:").removesuffix("/mcp")
+    taken = run_cli_script("-c", APP_RUN, port)
+    assert taken.returncode == 1
+    assert taken.stderr == f"-c: cannot serve on 127.0.0.1:{port}: Address already in use\n"
+    pytest.importorskip("coredis", reason="the optional 'redis' extra")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        store = f"redis://user:secret@127.0.0.1:{sock.getsockname()[1]}/0"
+        unreachable = run_cli_script("-c", APP_RUN, "0", store)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.count("\n") == 1, unreachable.stderr
+    assert unreachable.stderr.startswith(  # the password is not shown
+        f"-c: cannot open the task store {store.replace('secret', '***')}: ConnectionError: ")
 
 
 def run_cli_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -261,7 +389,7 @@ async def test_cli_tasks_survive_a_sigkill_with_a_sqlite_store(
     with serving(argv, scheme) as (url, _):
         status, task = tasks_cli(option, url, "get", finished)
         assert (status, task["status"]) == (0, "failed")
-        status, result = tasks_cli(option, url, "result", finished)
+        status, result = tasks_cli(option, url, "result", finished, "--json")
         assert (status, result["content"][0]["text"]) == (1, "kept on disk")
         status, task = tasks_cli(option, url, "get", running)
         assert (status, task["status"]) == (0, "failed")

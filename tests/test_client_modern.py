@@ -21,7 +21,7 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp.peer._features._modern_client import ERA_CACHE
+from trio_mcp.peer._dialects._modern_client import ERA_CACHE
 
 from .helpers import EXAMPLES
 from .interop import _support

@@ -12,8 +12,9 @@ real processes with timeouts (no mocks):
   ``<!-- file: NAME -->`` writes the block to ``NAME`` instead (a server, a module,
   a test file that later blocks use), ``<!-- background -->`` starts a ``sh`` block
   and goes on once it printed ``serving`` (or Redis's ``Ready to accept connections``;
-  it is stopped when the page ends), ``<!-- output -->`` before a ``text`` block: each of its lines must appear
-  in the output (stdout, then stderr) of the block before it, and
+  it is stopped when the page ends), ``<!-- output -->`` before a ``text`` block: each of its lines must be
+  a whole line of the output (stdout, then stderr) of the block before it, ``...`` standing
+  for any text (an id, a time; a line of its own: lines left out), and
   ``<!-- skip: REASON -->`` leaves a block out (kept few: installs and the like);
 * the ports ``8000``, ``8001``, ``8765`` and ``6379`` in a page are replaced with free
   ones, so pages never clash with other servers on the machine;
@@ -86,6 +87,23 @@ def blocks_of(page: Path) -> list[Block]:
     return found
 
 
+def shows(shown: str, printed: list[str]) -> bool:
+    """Whether a line of an ``<!-- output -->`` block is a whole line of ``printed``
+    (stripped lines); ``...`` in it stands for any text, the rest is literal."""
+    pattern = re.compile(".*".join(re.escape(part) for part in shown.split("...")))
+    return any(pattern.fullmatch(line) for line in printed)
+
+
+def test_docs_output_lines_are_whole_lines() -> None:
+    """A line of an output block is a whole printed line, not a fragment of one."""
+    printed = ["task 3f2a is working", "result: Oslo: sunny for 2 days"]
+    assert shows("task ... is working", printed)
+    assert shows("result: Oslo: sunny for 2 days", printed)
+    assert shows("result: ...", printed)
+    assert not shows("is working", printed)
+    assert not shows("task", printed)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -107,7 +125,6 @@ class PageRun:
         env = dict(os.environ)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONUNBUFFERED"] = "1"
-        env.pop("PYTHONPATH", None)
         return env
 
     def where(self, block: Block) -> str:
@@ -128,11 +145,12 @@ class PageRun:
             return
         if marker == "output":
             assert block.lang == "text", f"{self.where(block)}: <!-- output --> wants ```text"
+            printed = [line.strip() for line in self.last_output.splitlines()]
             for line in self.body(block).splitlines():
                 if line.strip() and line.strip() != "...":
-                    assert line.strip() in self.last_output, (
-                        f"{self.where(block)}: {line.strip()!r} not in the output:\n"
-                        f"{self.last_output}")
+                    assert shows(line.strip(), printed), (
+                        f"{self.where(block)}: {line.strip()!r} is not a whole line of the "
+                        f"output (`...` stands for any text):\n{self.last_output}")
             return
         if block.lang == "text":
             return  # prose in a box (a diagram, a file listing): nothing to run

@@ -268,3 +268,31 @@ async def test_features_url_elicitation_needs_the_url_capability(transport: str)
         result = await client.call_tool("test_url_elicitation")
         assert "not supported" in result.text and "URL-mode" in result.text
         assert seen.elicitations == []
+
+
+async def test_request_context_carries_its_requests_era_as_a_value() -> None:
+    # Issue 31: a 2026-07-28 request's era, capabilities and questions travel with its
+    # RequestContext, not in a context variable: a ctx used outside its handler's context
+    # (kept, or handed to another task) still knows the request it belongs to.
+    app = trio_mcp.App("era-value")
+    kept: list[trio_mcp.RequestContext] = []
+
+    @app.tool()
+    async def keep(ctx: trio_mcp.RequestContext) -> str:
+        kept.append(ctx)
+        return "kept"
+
+    client_app = trio_mcp.App("client")
+
+    @client_app.on_elicitation
+    async def reply(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.ElicitParams
+    ) -> trio_mcp.ElicitResult:
+        return trio_mcp.ElicitResult(action="accept", content={})
+
+    async with trio_mcp.open_memory_pair(app, client_app, era="2026-07-28") as pair:
+        assert (await pair.client.call_tool("keep")).text == "kept"
+    (ctx,) = kept
+    assert ctx.era == "2026-07-28"
+    caps = ctx.client_capabilities
+    assert caps is not None and caps.elicitation is not None  # the request's own _meta

@@ -30,7 +30,7 @@ from .http_support import (
     serving,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("both_http_servers")]
 #: Leaving an httpx response stream early (to drop a connection on purpose)
 #: leaves httpx's nested async generators to the garbage collector.
 drops_a_stream = pytest.mark.filterwarnings(

@@ -18,7 +18,7 @@ import trio_mcp
 
 from .http_support import Raw, call, events_of, http_client, messages_of, serving
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("both_http_servers")]
 
 
 def framing_app() -> trio_mcp.App:

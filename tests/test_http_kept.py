@@ -27,7 +27,7 @@ from trio_mcp.transports._http_store import MemoryEventStore
 from .http_support import http_client, serving
 from .test_http_modern import Probe, headers_for, modern_app, request
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("both_http_servers")]
 TOKENS = {"token-alice": "alice", "token-bob": "bob"}
 
 

@@ -25,7 +25,7 @@ from trio_mcp.transports._sse import SSEParser
 
 from .http_support import ACCEPT_BOTH, Raw, call, http_client, serving
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("both_http_servers")]
 #: Leaving an httpx response stream early leaves its generators to the GC.
 drops_a_stream = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning"

@@ -261,9 +261,55 @@ def test_cli_call_task_over_stdio() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "Hello, D!"
     assert "made no task" in proc.stderr
 
-    for action in (["list"], ["result", "abc"]):
-        proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, *action)
-        assert proc.returncode == 2 and "trio-mcp: not in 2026-07-28: " in proc.stderr
+    proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "list")
+    assert proc.returncode == 2 and "trio-mcp: not in 2026-07-28: " in proc.stderr
+    proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "result", "abc")  # followed
+    assert proc.returncode == 2 and "Task not found" in proc.stderr
 
     proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "get", "abc")
     assert proc.returncode == 2 and "Task not found" in proc.stderr
+
+
+# --- progress (issue 35, finding 6) --------------------------------------------------------------
+
+
+def _stepping_app(step: list[trio.Event]) -> trio_mcp.App:
+    app = trio_mcp.App("stepping", limits=trio_mcp.TaskLimits(poll_interval=50))
+
+    @app.tool(task_support="required")
+    async def steps(ctx: trio_mcp.RequestContext) -> str:
+        """Report progress twice, each time waiting for the test to have seen it."""
+        await ctx.report_progress(1, 3, "step 1 of 3")
+        await step[0].wait()
+        await ctx.report_progress(2, 3)  # no message: "2/3"
+        await step[1].wait()
+        return "done"
+
+    return app
+
+
+@pytest.mark.timeout(30)  # without the progress, the tool waits for ever
+async def test_progress_of_a_2026_task_reaches_the_client_over_http() -> None:
+    """The extension has no progress notifications on tasks: ``ctx.report_progress`` becomes
+    the task's ``statusMessage`` on ``tasks/get`` (read raw here, as any client reads it) and
+    the ``progress=`` callback of a trio-mcp client is called with each new one."""
+    from .http_support import serving
+
+    step = [trio.Event(), trio.Event()]
+    reports: list[trio_mcp.ProgressParams] = []
+    async with serving(_stepping_app(step)) as (url, _):
+        async with trio_mcp.open_http_client(url, era=MODERN) as client:
+            handle = await client.call_tool_task("steps", progress=reports.append)
+            assert handle.task_id
+            messages = []
+            async for task in handle:
+                if task.status_message and task.status_message not in messages:
+                    messages.append(task.status_message)
+                    raw = await client.request_raw("tasks/get", {"taskId": handle.task_id})
+                    assert raw["statusMessage"] == task.status_message
+                    step[len(messages) - 1].set()
+            assert (await handle.result()).text == "done"
+    assert messages == ["step 1 of 3", "2/3"]
+    assert handle.task.status is TaskStatus.COMPLETED
+    assert [(r.progress_token, r.progress, r.total, r.message) for r in reports] == [
+        (handle.task_id, 1, None, "step 1 of 3"), (handle.task_id, 2, None, "2/3")]

@@ -51,10 +51,17 @@ async def test_peer_tools_list_and_plain_calls(transport: str) -> None:
         assert tools["sleep"].task_support == "optional"
         assert tools["approve"].task_support == "required"
         assert tools["echo"].input_schema == {
-            "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]
+            "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+            "additionalProperties": False,
         }
         result = await client.call_tool("echo", {"text": "hello"})
         assert result.text == "hello" and not result.is_error
+        # An argument the tool has no parameter for is refused, naming it (a tool execution
+        # error, as the tools page files input validation errors), never dropped.
+        refused = await client.call_tool("echo", {"text": "hello", "size": "big"})
+        assert refused.is_error
+        assert refused.text == (
+            "Invalid arguments for tool echo: unexpected argument 'size' (it takes 'text')")
 
 
 async def test_peer_tool_samples_from_the_client(transport: str) -> None:

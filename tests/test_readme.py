@@ -44,6 +44,7 @@ def test_readme_not_interop_selects_no_interop_test() -> None:
 
 def test_readme_exit_statuses_match_the_cli() -> None:
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", _section("Exit status:"), re.MULTILINE))
-    assert sorted(table) == ["0", "1", "130", "2"]
+    assert sorted(table) == ["0", "1", "130", "143", "2"]
     assert "interrupted" in table["130"] and "130 interrupted" in EPILOG
+    assert "SIGTERM" in table["143"] and "143 terminated (SIGTERM)" in EPILOG
     assert "--timeout" in table["2"] and "--timeout" in EPILOG

@@ -445,3 +445,80 @@ async def test_telemetry_prompts_and_resources_and_the_settings_that_name_them(
     assert len(reads) == 2
     assert "traceparent" in reads[0]["params"]["_meta"]
     assert "_meta" not in reads[1]["params"]
+
+
+def _task_tracing_app() -> trio_mcp.App:
+    import trio
+
+    app = trio_mcp.App("traced-tasks", limits=trio_mcp.TaskLimits(poll_interval=50))
+
+    @app.tool(task_support="required")
+    async def confirm(ctx: trio_mcp.RequestContext) -> str:
+        """Ask, then run until cancelled."""
+        await ctx.elicit("go?", {"type": "object", "properties": {"go": {"type": "boolean"}}})
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return app
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_telemetry_a_task_handles_requests_are_one_trace_with_its_call(
+    otel: Otel, era: str
+) -> None:
+    """With no span of the caller's current, every ``tasks/get``, ``tasks/update``
+    (2026-07-28: the answer to the task's question), ``tasks/result`` (2025-11-25: the
+    side channel) and ``tasks/cancel`` of a handle is a child of the ``tools/call`` that
+    created the task: one trace per task handle, not one per poll."""
+    from functools import partial
+
+    import trio
+
+    server = _task_tracing_app()
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(partial(trio_mcp.serve_http, server, "127.0.0.1", 0))
+        async with trio_mcp.open_http_client(
+            address.url, client_app(elicit_content={"go": True}), era=era
+        ) as client:
+            handle = await client.call_tool_task("confirm")
+            asked = False
+            async for task in handle:
+                asked = asked or task.status is trio_mcp.TaskStatus.INPUT_REQUIRED
+                if asked and task.status is trio_mcp.TaskStatus.WORKING:
+                    await handle.cancel()  # answered: the task runs on; stop it
+            assert handle.task.status is trio_mcp.TaskStatus.CANCELLED
+            if era == "2025-11-25":
+                with pytest.raises(trio_mcp.TaskCancelled):
+                    await handle.result()
+        nursery.cancel_scope.cancel()
+
+    call = otel.one("tools/call confirm", SpanKind.CLIENT)
+    about_it = [s for s in otel.spans() if s.kind is SpanKind.CLIENT
+                and s.attributes["mcp.method.name"].startswith("tasks/")]
+    methods = {s.attributes["mcp.method.name"] for s in about_it}
+    side = "tasks/result" if era == "2025-11-25" else "tasks/update"
+    assert {"tasks/get", "tasks/cancel", side} <= methods, methods
+    assert len(about_it) > 3
+    for span in about_it:
+        assert span.context.trace_id == call.context.trace_id, span.name
+        assert _parent(span) == call.context.span_id, span.name
+        assert span.attributes["mcp.task.id"] == handle.task_id
+    served = [s for s in otel.spans() if s.kind is SpanKind.SERVER
+              and s.attributes["mcp.method.name"].startswith("tasks/")]
+    assert served and {s.context.trace_id for s in served} == {call.context.trace_id}
+
+
+async def test_telemetry_a_callers_span_stays_the_parent_of_task_requests(otel: Otel) -> None:
+    """A caller who polls under a span of its own keeps it as the parent; the creating
+    call becomes a link (``mcp.task.link: created_by``)."""
+    async with connect("memory") as client:
+        handle = await client.call_tool_task("sleep", {"seconds": 0})
+        with otel.tracer.start_as_current_span("poller") as poller:
+            await handle.wait()
+    call = otel.one("tools/call sleep", SpanKind.CLIENT)
+    polls = otel.named("tasks/get", SpanKind.CLIENT)
+    assert polls
+    for span in polls:
+        assert _parent(span) == poller.get_span_context().span_id
+        assert [(link.context.span_id, dict(link.attributes)) for link in span.links] == [
+            (call.context.span_id, {"mcp.task.link": "created_by"})]

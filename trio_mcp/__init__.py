@@ -42,11 +42,11 @@ from ._errors import UnsupportedProtocolVersion as UnsupportedProtocolVersion
 from ._runner import App as App
 from ._telemetry import configure_tracing as configure_tracing
 from ._telemetry import tracing_enabled as tracing_enabled
-from .peer._features import Peer as Peer
+from .peer import Peer as Peer
+from .peer import open_peer as open_peer
+from .peer._dialects._modern import CacheHint as CacheHint
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
-from .peer._features import open_peer as open_peer
-from .peer._features._modern import CacheHint as CacheHint
 
 # Resources, prompts, completion, logging, roots, elicitation forms.
 from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
@@ -130,11 +130,14 @@ from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
 from .peer._tasks import open_task_store as open_task_store
+from .transports._http11 import HttpServerSettings as HttpServerSettings
 from .transports._http_client import open_http_client as open_http_client
 from .transports._http_policy import HttpPolicy as HttpPolicy
-from .transports._http_server import HttpAddress as HttpAddress
 from .transports._http_server import StreamableHttpApp as StreamableHttpApp
 from .transports._http_server import serve_http as serve_http
+from .transports._http_servers import HttpAddress as HttpAddress
+from .transports._http_servers import HttpServerName as HttpServerName
+from .transports._http_servers import default_http_server as default_http_server
 from .transports._http_store import EventStore as EventStore
 from .transports._http_store import MemoryEventStore as MemoryEventStore
 from .transports._memory import MemoryPair as MemoryPair
@@ -188,6 +191,8 @@ __all__ = [
     "HeaderMismatch",
     "HttpAddress",
     "HttpPolicy",
+    "HttpServerName",
+    "HttpServerSettings",
     "Icon",
     "IllegalTransition",
     "ImageContent",
@@ -250,6 +255,7 @@ __all__ = [
     "boolean_field",
     "check_form_schema",
     "configure_tracing",
+    "default_http_server",
     "enum_field",
     "form_schema",
     "memory_bus_pair",

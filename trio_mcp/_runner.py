@@ -8,14 +8,17 @@ public ``trio_mcp.App`` is this class.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import types
+import urllib.parse
 from functools import partial
-from typing import Any, Literal, final
+from typing import Any, Literal, TypeVar, final
 
 import attrs
 import trio
 
+from ._errors import McpError
 from .peer import App as _BaseApp
 from .peer import Peer, RequestContext
 from .peer._tasks import TaskHandle
@@ -24,6 +27,7 @@ from .transports._stdio import serve_stdio
 from .transports._websocket_server import serve_websocket
 
 Transport = Literal["stdio", "ws", "http"]
+E = TypeVar("E", bound=BaseException)
 
 
 class _Documented(type):
@@ -76,18 +80,69 @@ class App(_BaseApp, metaclass=_Documented):
         Raises:
             ValueError: An unknown transport.
             RuntimeError: Called inside a running Trio program.
+            SystemExit: Status 1 when serving could not start: the port is
+                taken (or cannot be bound), or the App's task store cannot be
+                opened; one line on stderr names the address or the store.
         """
         if transport == "stdio":
-            main = partial(serve_stdio, self, **options)
+            main = partial(_serve, partial(serve_stdio, self, **options), self, None)
         elif transport in ("ws", "http"):
             serve = serve_websocket if transport == "ws" else serve_http
-            main = partial(_serve_network, serve, self, host, port, options)
+            main = partial(_serve, partial(serve, self, host, port, **options), self,
+                           f"{host}:{port}")
         else:
             raise ValueError(f"transport must be 'stdio', 'ws' or 'http', not {transport!r}")
         try:
             trio.run(main)
         except KeyboardInterrupt:
             return
+        except BaseException as exc:
+            failed = _leaf(exc, StartFailed)
+            if failed is None:
+                raise
+            print(f"{os.path.basename(sys.argv[0]) or self.name}: {failed}", file=sys.stderr)
+            raise SystemExit(1) from None
+
+
+class StartFailed(Exception):
+    """Serving could not start (the message is the one line ``App.run`` prints)."""
+
+
+def _leaf(exc: BaseException, kind: type[E]) -> E | None:
+    """The first ``kind`` in ``exc`` or in its (nested) exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _leaf(inner, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def start_failure(exc: BaseException, app: _BaseApp, where: str | None) -> StartFailed | None:
+    """What stopped ``serve`` before it started: the address, the store; else None (a bug)."""
+    store = _leaf(exc, McpError)
+    if store is not None:  # the store could not be opened (nothing else is at start)
+        cause = store.__cause__
+        why = store.message if cause is None else f"{type(cause).__name__}: {cause}"
+        return StartFailed(f"cannot open the task store {_store_name(app.store)}: "
+                            f"{' '.join(why.split())}")
+    bind = _leaf(exc, OSError)
+    if bind is not None and where is not None:
+        return StartFailed(f"cannot serve on {where}: {bind.strerror or bind}")
+    return None
+
+
+def _store_name(store: object) -> str:
+    """A store as a message names it: its URL without a password, or its class."""
+    if not isinstance(store, str):
+        return type(store).__name__
+    parts = urllib.parse.urlsplit(store)
+    if parts.password is None:
+        return store
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 class _Default:
@@ -126,9 +181,15 @@ for _base in App.__mro__[1:-1]:  # "inherited from trio_mcp.peer.App", not a pri
     _base.__module__ = "trio_mcp.peer"
 
 
-async def _serve_network(
-    serve: Any, app: _BaseApp, host: str, port: int, options: dict[str, Any]
-) -> None:
+async def _serve(serve: Any, app: _BaseApp, where: str | None) -> None:
+    """Run ``serve`` (started with ``nursery.start``); a failure to start becomes one line."""
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve, app, host, port, **options))
-        print(f"serving on {address.url}", file=sys.stderr, flush=True)
+        try:
+            started = await nursery.start(serve)
+        except BaseException as exc:
+            failed = start_failure(exc, app, where)
+            if failed is None:
+                raise
+            raise failed from exc
+        if where is not None:
+            print(f"serving on {started.url}", file=sys.stderr, flush=True)

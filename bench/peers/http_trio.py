@@ -1,8 +1,9 @@
-"""Streamable HTTP servers of ``bench.http`` on hypercorn's Trio worker (trio-mcp's venv).
+"""Streamable HTTP servers of ``bench.http`` on trio-mcp's two HTTP/1.1 servers (trio-mcp's venv).
 
     python bench/peers/http_trio.py PORT --json-response   # trio-mcp, every answer JSON
     python bench/peers/http_trio.py PORT --floor           # the HTTP floor, JSON answers
     python bench/peers/http_trio.py PORT --floor --sse     # the HTTP floor, SSE answers
+    ... --server llhttp|hypercorn                          # which server (default hypercorn)
 
 ``--json-response`` serves ``examples/task_server.py``'s App (its ``build_app``, its GC
 tuning) through ``trio_mcp.serve_http(..., json_response=True)``: the same server as
@@ -12,8 +13,10 @@ tuning) through ``trio_mcp.serve_http(..., json_response=True)``: the same serve
 ``--floor`` is what HTTP alone costs on this stack: a fixed-answer ASGI app (it reads
 the request body and answers one constant JSON-RPC result, whatever was asked) on the
 same hypercorn Trio worker with the same configuration as ``serve_http`` (backlog 1024,
-no access log, graceful timeout 0.5 s). With ``--sse`` the constant answer is one SSE
-event (``text/event-stream``, chunked, as trio-mcp's SSE answers are framed).
+no access log, graceful timeout 0.5 s), or with ``--server llhttp`` on trio-mcp's own
+llhttp server (``Http11Server`` with ``serve_http``'s default settings). With ``--sse``
+the constant answer is one SSE event (``text/event-stream``, chunked, as trio-mcp's SSE
+answers are framed).
 """
 
 from __future__ import annotations
@@ -81,6 +84,16 @@ async def serve_floor(port: int, sse: bool) -> None:
     await hypercorn.trio.serve(floor_app(sse), config)
 
 
+async def serve_floor_llhttp(port: int, sse: bool) -> None:
+    """``floor_app`` on trio-mcp's llhttp server, with ``serve_http``'s default settings."""
+    from trio_mcp import HttpServerSettings
+    from trio_mcp.transports._http11._server import Http11Server
+
+    settings = HttpServerSettings()
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=settings.backlog)
+    await Http11Server(floor_app(sse), settings).serve(listeners)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("port", type=int)
@@ -88,17 +101,20 @@ def main() -> None:
     mode.add_argument("--json-response", action="store_true")
     mode.add_argument("--floor", action="store_true")
     parser.add_argument("--sse", action="store_true", help="the floor answers SSE")
+    parser.add_argument("--server", choices=("llhttp", "hypercorn"), default="hypercorn")
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     if args.floor:
-        trio.run(serve_floor, args.port, args.sse)
+        trio.run(serve_floor_llhttp if args.server == "llhttp" else serve_floor, args.port,
+                 args.sse)
         return
     import trio_mcp
     from examples.task_server import _tune_gc, build_app
 
     app = build_app()
     _tune_gc()
-    trio.run(partial(trio_mcp.serve_http, app, "127.0.0.1", args.port, json_response=True))
+    trio.run(partial(trio_mcp.serve_http, app, "127.0.0.1", args.port, json_response=True,
+                     server=args.server))
 
 
 if __name__ == "__main__":

@@ -124,12 +124,15 @@ def test_conformance_client_scenario(node22: Path, scenario: str, tmp_path: Path
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "memory-hypercorn"])
 def everything_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """``examples/everything_server.py --http 127.0.0.1:PORT`` as a subprocess: its tasks in
-    memory, or (``--store``) in a private Redis."""
+    memory, or (``--store``) in a private Redis; on the default llhttp server, or on
+    hypercorn (``--http-server hypercorn``)."""
     port = _support.free_port()
     argv = [sys.executable, str(EVERYTHING_SERVER), "--http", f"127.0.0.1:{port}"]
+    if request.param == "memory-hypercorn":
+        argv += ["--http-server", "hypercorn"]
     with contextlib.ExitStack() as stack:
         if request.param == "redis":
             require_redis()

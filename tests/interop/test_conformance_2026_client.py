@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 import trio_mcp
-from trio_mcp.peer._features._modern_client import ERA_CACHE
+from trio_mcp.peer._dialects._modern_client import ERA_CACHE
 
 from ..helpers import ROOT
 from . import _support

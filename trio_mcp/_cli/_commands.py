@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -22,11 +23,12 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError
+from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError, TaskCancelled, TaskFailed
+from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
-from ..peer._features import App, Peer
-from ..peer._features._modern_requestor import get_detailed
-from ..peer._messages import CallToolResult, TaskStatus, TextContent, to_wire
+from ..peer import App, Peer
+from ..peer._dialects._modern_requestor import get_detailed
+from ..peer._messages import CallToolResult, TextContent, to_wire
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED
 from ..transports._http_server import serve_http
@@ -36,6 +38,7 @@ from ._connect import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_TOOL_ERROR,
     PROG,
     CliError,
@@ -59,6 +62,14 @@ class _Followed:
     """The task a ``call --task`` follows, for the message when it stops early."""
 
     task_id: str | None = None
+    #: The connection speaks 2026-07-28 (``--era 2026-07-28``, or ``auto`` chose it).
+    modern: bool = False
+    #: SIGTERM stopped the call.
+    terminated: bool = False
+
+
+class _Terminated(Exception):
+    """SIGTERM stopped ``call`` (after its connection was closed)."""
 
 
 def run_call(args: argparse.Namespace) -> int:
@@ -70,18 +81,22 @@ def run_call(args: argparse.Namespace) -> int:
     try:
         with StatusView(args.quiet) as view:
             status, result = trio.run(partial(_call, args, arguments, view, followed))
+    except _Terminated:
+        left = "" if followed.task_id is None else f"; {_left_behind(args, followed)}"
+        print(f"{PROG}: terminated (SIGTERM){left}", file=sys.stderr)
+        return EXIT_TERMINATED
     except BaseException as exc:
         if followed.task_id is None:
             raise
         lost = connection_lost(exc)
         if lost is not None:
             print(f"{PROG}: the connection to the server was lost ({lost}); "
-                  f"{_left_behind(args, followed.task_id, lost=True)}", file=sys.stderr)
+                  f"{_left_behind(args, followed, lost=True)}", file=sys.stderr)
             return EXIT_FAILURE
         if not is_interrupt(exc):
             raise
         quiet_interrupted_coroutines()
-        print(f"{PROG}: interrupted; {_left_behind(args, followed.task_id)}", file=sys.stderr)
+        print(f"{PROG}: interrupted; {_left_behind(args, followed)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result is not None:
         _print_result(result, as_json=args.json)
@@ -109,23 +124,27 @@ def connection_lost(exc: BaseException) -> str | None:
     return None
 
 
-def _left_behind(args: argparse.Namespace, task_id: str, *, lost: bool = False) -> str:
+def _left_behind(args: argparse.Namespace, followed: _Followed, *, lost: bool = False) -> str:
     """What became of a task the CLI stopped following (``lost``: the connection was)."""
+    task_id = followed.task_id
     option, target = target_option(args)
     if option == "--stdio":
         return f"task {task_id} stopped with the server process"
     runs = ("may still run on the server (if it was not restarted)" if lost
             else "keeps running on the server")
+    era = " --era 2026-07-28" if followed.modern else ""
+    if args.token is None and followed.modern and option == "--http":
+        # 2026-07-28 over HTTP has no session: a task made without a token belongs to
+        # whoever holds its id (the tasks extension: ids as bearer tokens).
+        return (f"task {task_id} {runs}, not bound to a session (without --token its id "
+                f"is the key to it); see its state and result with: "
+                f"{PROG} tasks {option} {target}{era} result {task_id}")
     if args.token is None:
         closed = "connection" if option == "--ws" else "session"
         return (f"task {task_id} {runs}, bound to the closed "
                 f"{closed} (without --token nobody can fetch its result)")
-    if args.era in (None, "2025-11-25"):
-        return (f"task {task_id} {runs}; fetch its result with: "
-                f"{PROG} tasks {option} {target} --token TOKEN result {task_id}")
-    # 2026-07-28 has no tasks/result: tasks/get shows the result once completed.
-    return (f"task {task_id} {runs}; see its state and result with: "
-            f"{PROG} tasks {option} {target} --token TOKEN --era {args.era} get {task_id}")
+    return (f"task {task_id} {runs}; fetch its result with: "
+            f"{PROG} tasks {option} {target} --token TOKEN{era} result {task_id}")
 
 
 async def _call(
@@ -134,7 +153,35 @@ async def _call(
     view: StatusView,
     followed: _Followed,
 ) -> tuple[int, CallToolResult | None]:
+    """:func:`_call_tool`, stopped by SIGTERM as by Ctrl-C (the connection closed first).
+
+    Raises:
+        _Terminated: SIGTERM came.
+    """
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_sigterm() -> None:
+                async for _ in signals:
+                    followed.terminated = True
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(on_sigterm)
+            outcome = await _call_tool(args, arguments, view, followed)
+            nursery.cancel_scope.cancel()
+    if followed.terminated:
+        raise _Terminated
+    return outcome
+
+
+async def _call_tool(
+    args: argparse.Namespace,
+    arguments: dict[str, Any],
+    view: StatusView,
+    followed: _Followed,
+) -> tuple[int, CallToolResult | None]:
     async with connect(args, client_app(args, view)) as peer:
+        followed.modern = peer.modern is not None
         name = peer.remote_info.name if peer.remote_info else "the server"
         view.update(f"connected to {name}")
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
@@ -170,7 +217,7 @@ async def _call(
             return (EXIT_TOOL_ERROR if result.is_error else EXIT_OK), result
     message = f"no result within --timeout {args.timeout:g} s"
     if followed.task_id is not None:
-        message += f"; {_left_behind(args, followed.task_id)}"
+        message += f"; {_left_behind(args, followed)}"
     raise CliError(message)
 
 
@@ -231,7 +278,9 @@ def run_tasks(args: argparse.Namespace) -> int:
     """``trio-mcp tasks``: list, get, fetch the result of, or cancel tasks."""
     with StatusView(args.quiet) as view:
         status, output = trio.run(partial(_tasks, args, view))
-    if output is not None:
+    if isinstance(output, CallToolResult):  # tasks result: printed as call prints it
+        _print_result(output, as_json=getattr(args, "json", False))
+    elif output is not None:
         print(json.dumps(output, indent=2, ensure_ascii=False))
     return status
 
@@ -240,6 +289,8 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
     async with connect(args, client_app(args, view)) as peer:
         view.update(f"tasks/{args.action}")
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
+            if args.action == "result":
+                return await _task_result(peer, args.task_id)
             if peer.modern is not None:
                 return await _modern_tasks(peer, args.action, getattr(args, "task_id", None))
             match args.action:
@@ -251,31 +302,23 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                     return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
                 case "get":
                     return EXIT_OK, to_wire(await peer.get_task(args.task_id))
-                case "cancel":
-                    return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
                 case _:
-                    try:
-                        result = await peer.task_result(args.task_id)
-                    except RemoteError as exc:
-                        return await _task_ended_without_result(peer, args.task_id, exc)
-                    failed = result.get("isError") is True
-                    return (EXIT_TOOL_ERROR if failed else EXIT_OK), result
+                    return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
     raise CliError(f"no answer to tasks/{args.action} within --timeout {args.timeout:g} s")
 
 
-async def _task_ended_without_result(
-    peer: Peer, task_id: str, error: RemoteError
-) -> tuple[int, None]:
-    """``tasks result`` answered with an error: exit 1 for a failed or cancelled task (the
-    exit table), else the error stands (an unknown id is 2)."""
+async def _task_result(peer: Peer, task_id: str) -> tuple[int, CallToolResult | None]:
+    """``tasks result``: wait for the task's result (2026-07-28: following it with
+    ``tasks/get``, its questions answered as ``call`` answers them); exit 1 for an error
+    result or a failed or cancelled task (the exit table), else an error stands (an
+    unknown id is 2)."""
+    handle = peer.task(task_id, CallToolResult)
     try:
-        task = await peer.get_task(task_id)
-    except RemoteError:
-        raise error from None
-    if task.status not in (TaskStatus.FAILED, TaskStatus.CANCELLED):
-        raise error
-    print(f"{PROG}: task {task.status.value}: {error.message}", file=sys.stderr)
-    return EXIT_TOOL_ERROR, None
+        result = await handle.result()
+    except (TaskCancelled, TaskFailed) as exc:
+        print(f"{PROG}: task {handle.task.status.value}: {exc.message}", file=sys.stderr)
+        return EXIT_TOOL_ERROR, None
+    return (EXIT_TOOL_ERROR if result.is_error else EXIT_OK), result
 
 
 async def _modern_tasks(peer: Peer, action: str, task_id: str | None) -> tuple[int, Any]:
@@ -284,9 +327,6 @@ async def _modern_tasks(peer: Peer, action: str, task_id: str | None) -> tuple[i
         case "list":
             raise CliError("not in 2026-07-28: there is no tasks/list (a client keeps the "
                            "ids of its tasks); use --era 2025-11-25 with a server that has it")
-        case "result":
-            raise CliError("not in 2026-07-28: there is no tasks/result; "
-                           f"`{PROG} tasks get ID` shows the result once the task completed")
         case "get":
             assert task_id is not None
             task, detail = await get_detailed(peer, task_id)
@@ -326,6 +366,9 @@ def run_serve_example(args: argparse.Namespace) -> int:
         app: App = module.build_app(store=args.store)
     except ValueError as exc:  # an unknown store URL
         raise CliError(f"--store: {exc}") from None
+    http_server = getattr(args, "http_server", None)
+    if http_server is not None and args.http is None:
+        raise CliError("--http-server only applies to --http")
     if args.ws is None and args.http is None:
         if args.token is not None:
             raise CliError("--token only applies to --ws or --http")
@@ -336,7 +379,9 @@ def run_serve_example(args: argparse.Namespace) -> int:
     if not port_text.isdigit():
         raise CliError(f"{option} wants HOST:PORT, not {where!r}")
     tokens = {args.token: "token-user"} if args.token else None
-    serve = serve_websocket if option == "--ws" else serve_http
+    serve: Callable[..., Awaitable[None]] = serve_websocket
+    if option == "--http":
+        serve = partial(serve_http, server=http_server)
     trio.run(_serve, serve, app, host.strip("[]") or "127.0.0.1", int(port_text), tokens)
     return EXIT_OK
 
@@ -349,7 +394,13 @@ async def _serve(
     tokens: dict[str, str] | None,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve, app, host, port, tokens=tokens))
+        try:
+            address = await nursery.start(partial(serve, app, host, port, tokens=tokens))
+        except BaseException as exc:
+            failed = start_failure(exc, app, f"{host}:{port}")
+            if failed is None:
+                raise
+            raise CliError(str(failed)) from None
         auth = " (bearer token required)" if tokens else ""
         print(f"serving the example tools on {address.url}{auth}", file=sys.stderr, flush=True)
 

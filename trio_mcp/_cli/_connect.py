@@ -21,7 +21,7 @@ import trio
 
 from .. import __version__
 from .._errors import METHOD_NOT_FOUND, RemoteError
-from ..peer._features import App, Peer, RequestContext
+from ..peer import App, Peer, RequestContext
 from ..peer._messages import (
     CreateMessageParams,
     CreateMessageResult,
@@ -42,6 +42,8 @@ EXIT_OK: Final = 0
 EXIT_TOOL_ERROR: Final = 1
 EXIT_FAILURE: Final = 2
 EXIT_INTERRUPTED: Final = 130
+#: ``call`` stopped by SIGTERM (128 + 15, as a shell reports a process it killed).
+EXIT_TERMINATED: Final = 143
 
 
 class CliError(Exception):

@@ -39,7 +39,7 @@ import trio
 
 from .. import __version__
 from .._errors import RemoteError
-from ..peer._features import App, Peer, RequestContext
+from ..peer import App, Peer, RequestContext
 from ..peer._messages import (
     MODERN_PROTOCOL_VERSION,
     CallToolResult,

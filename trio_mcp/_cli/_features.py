@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from ..peer._features import Peer
+from ..peer import Peer
 from ..peer._messages import (
     AudioContent,
     BlobResourceContents,

@@ -39,7 +39,7 @@ from .._errors import (
 from .._util import quiet_interrupted_coroutines
 from ..peer._messages import LOGGING_LEVELS
 from ..transports._client import INIT_TIMEOUT, is_interrupt
-from ..transports._failures import endpoint_hint
+from ..transports._failures import body_text, endpoint_hint
 from ._commands import (
     EXAMPLE_SERVER,
     run_call,
@@ -78,7 +78,7 @@ DEMO_SECONDS: Final = 12
 EPILOG: Final = """\
 exit status: 0 success, 1 the tool or task reported an error,
              2 usage, protocol or connection error, or --timeout (one line on stderr),
-             130 interrupted (Ctrl-C)
+             130 interrupted (Ctrl-C), 143 terminated (SIGTERM) during call
 
 Run `trio-mcp COMMAND --help` for the options of each command.
 """
@@ -184,6 +184,12 @@ def _task_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task_id", metavar="ID", help="the task's id")
 
 
+def _task_result(parser: argparse.ArgumentParser) -> None:
+    _task_id(parser)
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the raw CallToolResult as JSON on stdout, nothing else")
+
+
 def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the raw result as JSON")
@@ -277,8 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "elicitation and the client-side tasks capability for both, so the "
                     "server may have it host those requests as tasks.",
         epilog="exit status: 0 success, 1 error result or failed task, "
-               "2 usage, protocol or connection error, or --timeout, 130 interrupted "
-               "(over --ws with --token a task keeps running: the message says how to "
+               "2 usage, protocol or connection error, or --timeout, 130 interrupted, "
+               "143 terminated by SIGTERM "
+               "(over --ws or --http a task keeps running: the message says how to "
                "fetch its result)",
     )
     call.add_argument("tool", metavar="TOOL", help="the tool's name")
@@ -303,11 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
             ("list", "every task of this client (tasks/list; not in 2026-07-28)", _no_arguments),
             ("get", "a task's state (tasks/get; in 2026-07-28 with its result or error)",
              _task_id),
-            ("result", "wait for a task's result (tasks/result; not in 2026-07-28)", _task_id),
+            ("result", "wait for a task's result and print it as call does (tasks/result; "
+                       "in 2026-07-28 by following it with tasks/get)", _task_result),
             ("cancel", "cancel a task (tasks/cancel)", _task_id),
         ],
         help="list, inspect, fetch or cancel a server's tasks",
-        description="Inspect the tasks a server holds for this client, printing JSON. Most "
+        description="Inspect the tasks a server holds for this client, printing JSON (result "
+                    "prints the result as call does). Most "
                     "useful over --ws or --http with --token, where tasks outlive the "
                     "connection. The options may come before or after the action.",
     )
@@ -354,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(port 0 picks a free port)")
     serve.add_argument("--token", metavar="T",
                        help="with --ws or --http: require this bearer token")
+    serve.add_argument("--http-server", choices=("llhttp", "hypercorn"),
+                       help="with --http: the HTTP/1.1 server; llhttp (trio-mcp's own, on "
+                            "httptools) when httptools is installed, else hypercorn")
     serve.add_argument("--store", metavar="URL",
                        help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
                             "(tasks survive a restart, for the same --token), "
@@ -434,6 +446,10 @@ def describe_error(exc: BaseException) -> str | None:
                 hint = " (a missing or unknown --token?)"
             elif status == 404 and (endpoint := endpoint_hint(url)) is not None:
                 hint = f" (is the path right? trio-mcp serves {endpoint})"
+            elif isinstance(exc, trio_websocket.ConnectionRejected):
+                hint = body_text(exc.body)
+                if "Streamable HTTP" in hint:  # our HTTP server, asked for a WebSocket
+                    hint += f" (connect with --http {'http' + url.removeprefix('ws')})"
             return f"the server refused the {kind} connection: HTTP {status}{hint}"
         case ConnectionFailed(url=str() as url) if url.startswith(("ws", "http")):
             return str(exc)  # cannot connect to URL: why

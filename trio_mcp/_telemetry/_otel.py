@@ -20,7 +20,12 @@ Per the OpenTelemetry semantic conventions for MCP (``docs/gen-ai/mcp.md``):
 Beyond the conventions (which have no task attributes yet): ``mcp.task.id``
 on every span about a task, and the task's work span (``INTERNAL``, named
 ``task {method} {target}``), a child of the request that created the task
-with a link to it, whose events ``mcp.task.status`` record each status.
+with a link to it, whose events ``mcp.task.status`` record each status. On
+the requestor's side, the ``tasks/get|update|result|cancel`` requests about a
+task this process created are children of the creating request's ``CLIENT``
+span (with no span of the caller's current; else children of that span,
+linked to the creator): a task handle's polls make one trace with its call,
+not one trace each.
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace import Link, NonRecordingSpan, SpanKind
 
 from ._calls import TASK_ID, Call, TaskTrace, quietly
 from ._context import client_span, server_call
@@ -47,6 +54,8 @@ _RELATED_TASK_META: Final = "io.modelcontextprotocol/related-task"
 _URI_METHODS: Final = frozenset(
     {"resources/read", "resources/subscribe", "resources/unsubscribe"}
 )
+#: Tasks whose creating span is kept (a few hundred KB at most).
+CREATORS_KEPT: Final = 4096
 _TASK_METHODS: Final = frozenset(
     {"tasks/get", "tasks/result", "tasks/cancel", "tasks/update"}
 )
@@ -111,6 +120,7 @@ class Tracing:
         self.polling = trace_task_polling
         self.propagate = propagate
         self.uri_names = resource_uri_in_span_name
+        self.creators = TaskCreators()
         #: Per connection (session): transport, session id, protocol version.
         self._facts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
@@ -221,6 +231,7 @@ class Tracing:
             client_span.reset(span_token)
             otel_context.detach(token)
         quietly(call.finish_result, result)
+        quietly(partial(self.creators.remember, call.span), result)
         return result
 
     def _start_client(
@@ -229,9 +240,9 @@ class Tracing:
         """The client span of a request, the context with it current, the params to send."""
         meta = params.get("_meta") if params is not None else None
         name, attributes = self._describe(session, method, params, meta)
-        parent = otel_context.get_current()
+        parent, links = self.creators.parent(method, params, otel_context.get_current())
         span = self.tracer.start_span(
-            name, parent, SpanKind.CLIENT, attributes, record_exception=False,
+            name, parent, SpanKind.CLIENT, attributes, links, record_exception=False,
         )
         context = trace.set_span_in_context(span, parent)
         if self.propagate:
@@ -340,6 +351,52 @@ class Tracing:
         facts = self._facts.get(session)
         if facts is not None:
             facts["mcp.protocol.version"] = version
+
+
+class TaskCreators:
+    """The requests (their ``CLIENT`` spans) that created tasks, by task id: the trace that
+    a handle's ``tasks/*`` requests about one of them join (the newest :data:`CREATORS_KEPT`)."""
+
+    def __init__(self) -> None:
+        self._spans: OrderedDict[str, Any] = OrderedDict()
+
+    def remember(self, span: Any, result: Any) -> None:
+        """A request answered with a task (2025-11-25's ``CreateTaskResult``, the extension's
+        ``resultType: "task"``): its span is where the task's ``tasks/*`` requests go."""
+        task_id = created_task_id(result)
+        if task_id is None:
+            return
+        self._spans[task_id] = span.get_span_context()
+        self._spans.move_to_end(task_id)
+        while len(self._spans) > CREATORS_KEPT:
+            self._spans.popitem(last=False)
+
+    def parent(
+        self, method: str, params: dict[str, Any] | None, parent: Any
+    ) -> tuple[Any, list[Link] | None]:
+        """Where a ``tasks/*`` request about a task this process created goes: under the
+        creating request's span (one trace per task, however many polls), or, when the
+        caller has a span of its own current, under that one with a link to the creator."""
+        if method not in _TASK_METHODS or not params or not self._spans:
+            return parent, None
+        task_id = params.get("taskId")
+        creator = self._spans.get(task_id) if isinstance(task_id, str) else None
+        if creator is None:
+            return parent, None
+        if trace.get_current_span(parent).get_span_context().is_valid:
+            return parent, [Link(creator, {"mcp.task.link": "created_by"})]
+        return trace.set_span_in_context(NonRecordingSpan(creator), parent), None
+
+
+def created_task_id(result: Any) -> str | None:
+    """The id of the task a request's answer created, or None (not a task)."""
+    if not isinstance(result, dict):
+        return None
+    task = result.get("task") if "task" in result else (
+        result if result.get("resultType") == "task" else None
+    )
+    task_id = task.get("taskId") if isinstance(task, dict) else None
+    return task_id if isinstance(task_id, str) else None
 
 
 def _version() -> str | None:

@@ -35,7 +35,7 @@ from .._errors import ConnectionClosed, ConnectionFailed, HandshakeTimeout
 from .._util import interrupt_wins as interrupt_wins
 from .._util import is_interrupt as is_interrupt
 from ..peer import App, Implementation, MessageBus, Peer, Role, open_peer
-from ..peer._features._modern_client import ERAS
+from ..peer._dialects import ERAS
 from ._failures import ended_early
 
 #: Seconds a server has to answer ``initialize``, by default.

@@ -78,7 +78,7 @@ class WebSocketUnreachable(ConnectionFailed, trio_websocket.HandshakeError):
 def endpoint_hint(url: str) -> str | None:
     """The URL with the default MCP path, when ``url`` has another path; else ``None``."""
     parts = urllib.parse.urlsplit(url)
-    if parts.path.rstrip("/") == DEFAULT_PATH:
+    if parts.path == DEFAULT_PATH:
         return None
     return urllib.parse.urlunsplit(parts._replace(path=DEFAULT_PATH, query="", fragment=""))
 
@@ -98,11 +98,18 @@ def http_failure(url: str, error: BaseException) -> BaseException:
     return error
 
 
+def body_text(body: bytes | None) -> str:
+    """``": "`` and a refusal's body as one short line of text (never raw bytes), or ``""``."""
+    text = " ".join((body or b"")[:200].decode("utf-8", errors="replace").split())
+    return f": {text}" if text else ""
+
+
 def websocket_failure(url: str, error: BaseException) -> ConnectionFailed:
     """What ``open_websocket_client`` raises for a handshake that failed (from ``error``)."""
     if isinstance(error, trio_websocket.ConnectionRejected):
         return WebSocketRefused(
-            f"the server refused the WebSocket connection to {url}: HTTP {error.status_code}",
+            f"the server refused the WebSocket connection to {url}: HTTP {error.status_code}"
+            f"{body_text(error.body)}",
             url=url, rejected=error,
         )
     return WebSocketUnreachable(

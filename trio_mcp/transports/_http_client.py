@@ -204,7 +204,7 @@ class _HttpClientTransport(HttpPosts):
                 await self._fail(request_id, f"{POST_FAILED}: {exc}")
             return
         try:
-            await self._handle(msg, response, retried, session_id)
+            await self._answered(msg, response, retried, session_id)
         finally:
             await response.aclose()
             if request_id is not None and not retried:

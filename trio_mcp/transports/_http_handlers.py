@@ -19,7 +19,7 @@ from typing import Final
 import trio
 
 from ..peer import Undecodable, decode_message
-from ..peer._features._era import is_modern_shaped
+from ..peer._dialects import is_modern_shaped
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,

@@ -32,7 +32,7 @@ from .._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..peer import App, Message
-from ..peer._features._era import unsupported_version
+from ..peer._dialects import unsupported_version
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
     META_CLIENT_INFO,

@@ -24,6 +24,11 @@ log = logging.getLogger("trio_mcp.transports")
 DEFAULT_RETRY_MS: Final = 1_000
 #: Reconnection attempts in a row that bring nothing before a stream is given up.
 MAX_RECONNECTS: Final = 5
+#: The HTTP statuses a 2026-07-28 server answers JSON-RPC errors with (by code:
+#: -32602, -32020/-32021/-32022 with 400, -32601 with 404); no prefix for them.
+ERROR_ANSWER_STATUSES: Final = frozenset({400, 404})
+#: A refused token (401) or identity (403): the connection failed, in either era.
+REFUSED_ACCESS: Final = frozenset({401, 403})
 
 
 class HttpPosts:
@@ -77,7 +82,7 @@ class HttpPosts:
                         await self._fail(request_id, f"{POST_FAILED}: {exc}")
                     return
                 try:
-                    await self._handle(msg, response, True, None)
+                    await self._answered(msg, response, True, None)
                 finally:
                     with trio.CancelScope(shield=True):
                         await response.aclose()
@@ -86,39 +91,59 @@ class HttpPosts:
                     self._inflight.pop(request_id, None)
                     self._tool_lists.discard(request_id)
 
+    async def _answered(
+        self, msg: Message, response: httpx.Response, retried: bool, session_id: str | None
+    ) -> None:
+        """Handle the answer to a POST; one that breaks off (the server went away in the
+        middle of the body) fails its request as a POST that could not be made does."""
+        try:
+            await self._handle(msg, response, retried, session_id)
+        except httpx.HTTPError as exc:
+            log.debug("reading the answer from %s failed: %s", self.url, exc)
+            if isinstance(msg, Request):
+                await self._fail(msg.id, f"{POST_FAILED}: {exc}")
+
     async def _refused(self, msg: Message, response: httpx.Response) -> None:
         body = await response.aread()
+        status = response.status_code
+        item = decode_message(body)
         error = httpx.HTTPStatusError(
-            f"HTTP {response.status_code} from {self.url}: {body[:200]!r}",
+            f"HTTP {status} from {self.url}{refusal_text(item, body)}",
             request=response.request, response=response,
         )
-        item = decode_message(body)
         if msg is self._init or (
             # 2026-07-28 or auto: a refused server/discover without a JSON-RPC
-            # error (401, 403...) is reported as the HTTP error, as initialize's is.
+            # error (a 2025-11-25 server's 400...), or with one for a refused
+            # token or identity (401, 403), is reported as the HTTP error, as
+            # initialize's is (ConnectionFailed with its status_code).
             isinstance(msg, Request) and msg.method == "server/discover"
-            and not isinstance(item, ErrorResponse)
+            and (not isinstance(item, ErrorResponse) or status in REFUSED_ACCESS)
         ):
             self.fatal = error
         log.debug("%s", error)  # the caller gets the error
         if not isinstance(msg, Request):
             return
-        data: Any = {"httpStatus": response.status_code}
+        data: Any = {"httpStatus": status}
         if isinstance(item, ErrorResponse):
             # The error as the server gave it (the probe must see -32022's
             # data.supported), with the HTTP status added.
             original = item.error.data
             if isinstance(original, dict):
-                data = {**original, "httpStatus": response.status_code}
+                data = {**original, "httpStatus": status}
             elif original is not None:
                 data = original
-            message = f"HTTP {response.status_code}: {item.error.message}"
+            # An error answered with the status 2026-07-28 gives its code (400,
+            # 404) reads as in 2025-11-25 (``[-32602] bad path``); another
+            # status (401, 403, 413...) says what the transport refused.
+            message = item.error.message
+            if status not in ERROR_ANSWER_STATUSES:
+                message = f"HTTP {status}: {message}"
             await self._deliver(ErrorResponse(msg.id, ErrorData(item.error.code, message, data)))
         else:
             # Not a JSON-RPC error (a 2025-11-25 server's refusal of the
             # server/discover probe, say): a non-modern error, so ``auto``
             # falls back to initialize.
-            await self._fail(msg.id, f"Streamable HTTP: HTTP {response.status_code}", data)
+            await self._fail(msg.id, f"Streamable HTTP: HTTP {status}", data)
 
     def _listen(self) -> None:
         if self._nursery is not None and not self._closing:
@@ -156,6 +181,17 @@ class HttpPosts:
                 retry = parser.retry if parser.retry is not None else DEFAULT_RETRY_MS
                 await trio.sleep(retry / 1000)
 
+
+
+def refusal_text(item: object, body: bytes) -> str:
+    """What a refusal's body says, for its message: ``": "`` and the JSON-RPC error's
+    message, or the body's first characters as text (never raw bytes); ``""`` if empty."""
+    if isinstance(item, ErrorResponse):
+        text = item.error.message
+    else:
+        text = body[:200].decode("utf-8", errors="replace")
+    text = " ".join(text.split())
+    return f": {text[:200]}" if text else ""
 
 
 def encode(msg: Message) -> bytes:

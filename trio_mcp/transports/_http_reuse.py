@@ -24,7 +24,7 @@ from typing import Final, final
 import attrs
 
 from ..auth import Identity
-from ..peer._features._scopes import IDENTITY_INFO
+from ..peer import IDENTITY_INFO
 from ._http_auth import IDENTITY_KEY
 from ._http_policy import Scope
 from ._http_session import HttpSession

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final, final
 
@@ -52,9 +51,9 @@ import trio
 
 from .._util import unwrap_group
 from ..auth import Identity, TokenVerifier
-from ..peer import App
-from ..peer._features._scopes import IDENTITY_INFO, required_scopes
+from ..peer import IDENTITY_INFO, App, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
+from ._http11 import LLHTTP_AVAILABLE, HttpServerSettings
 from ._http_auth import (
     IDENTITY_KEY,
     WELL_KNOWN,
@@ -79,6 +78,7 @@ from ._http_policy import (
     respond,
 )
 from ._http_reuse import KeptSessions
+from ._http_servers import HttpAddress, HttpServerName, default_http_server, run_server
 from ._http_session import HttpSession
 from ._http_store import EventStore, MemoryEventStore
 
@@ -91,11 +91,6 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_SESSION_IDLE_TIMEOUT: Final = 1800.0
 #: Default live sessions at once; past it, ``initialize`` gets 503.
 DEFAULT_MAX_SESSIONS: Final = 1_000
-#: Seconds an idle keep-alive connection stays open. Longer than clients keep an idle
-#: connection for reuse (httpx and so the Python SDK: 5 s; Node's undici: 4 s): with
-#: hypercorn's default, 5 s, a request sent on a connection idle for about 5 s crossed
-#: the server's close and failed with "connection reset" (seen on a loaded machine).
-KEEP_ALIVE_TIMEOUT: Final = 30.0
 
 
 @final
@@ -271,9 +266,12 @@ class StreamableHttpApp:
     # --- ASGI -------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The ASGI entry point (HTTP and lifespan scopes)."""
+        """The ASGI entry point (HTTP and lifespan scopes; a WebSocket one is refused)."""
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self._refuse_websocket(scope, receive, send)
             return
         if scope["type"] != "http":
             return
@@ -281,6 +279,21 @@ class StreamableHttpApp:
             await self._http(scope, receive, send)
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.debug("HTTP client went away: %r", group.exceptions)
+
+    async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake (a client given the wrong transport): HTTP 400 saying so
+        (the ASGI denial response where the server has it, else a close: 403)."""
+        await receive()  # websocket.connect
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = (f"this is a Streamable HTTP MCP endpoint, not a WebSocket one: POST to "
+                f"{self.path or '/'} over HTTP\n").encode()
+        await send({"type": "websocket.http.response.start", "status": 400, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "websocket.http.response.body", "body": body})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         async with trio.open_nursery() as nursery:
@@ -345,34 +358,6 @@ class StreamableHttpApp:
 
 
 
-@final
-@attrs.frozen
-class HttpAddress:
-    """Where :func:`serve_http` listens; what ``nursery.start`` returns.
-
-    Attributes:
-        host: The host the server was bound to, as given.
-        port: The bound port (the one the kernel chose, for port 0).
-        path: The MCP endpoint's path.
-    """
-
-    host: str
-    port: int
-    path: str = "/mcp"
-
-    @property
-    def url(self) -> str:
-        """The endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{self.path}"
-
-
-def _bound_port(binds: list[str]) -> int:
-    port = urllib.parse.urlsplit(binds[0]).port
-    assert port is not None
-    return port
-
-
 async def serve_http(
     app: App | StreamableHttpApp,
     host: str = "127.0.0.1",
@@ -390,14 +375,26 @@ async def serve_http(
     authorization_servers: Sequence[str] | None = None,
     scopes_supported: Sequence[str] | None = None,
     required_scopes: Sequence[str] = (),
+    server: HttpServerName | None = None,
+    settings: HttpServerSettings | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
     task_status: trio.TaskStatus[HttpAddress] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` over Streamable HTTP with hypercorn's Trio worker, until cancelled.
+    """Serve ``app`` over Streamable HTTP, until cancelled.
 
     Start it with ``address = await nursery.start(serve_http, app)``;
     ``address.url`` is the endpoint. Pass a configured
     :class:`StreamableHttpApp` for the options not listed here (then leave
     the keyword options at their defaults; they are ignored).
+
+    Two HTTP/1.1 servers can run it: ``"llhttp"``, this package's own server
+    on ``httptools`` (the ``fast`` extra; the default when installed), with
+    the limits, timeouts and framing defenses of :class:`HttpServerSettings`;
+    and ``"hypercorn"``, hypercorn's Trio worker (h11; the default without
+    ``httptools``), which refuses none of the request-smuggling framings
+    (e.g. ``Content-Length`` with ``Transfer-Encoding``) and belongs behind
+    a proxy that normalizes requests.
 
     Args:
         app: The App to serve, or a :class:`StreamableHttpApp` wrapping one.
@@ -420,17 +417,33 @@ async def serve_http(
         authorization_servers: Named in the metadata (default: the verifier's issuer).
         scopes_supported: Named in the metadata.
         required_scopes: Scopes every request needs (named in 401 challenges).
+        server: ``"llhttp"`` or ``"hypercorn"``; ``None``:
+            :func:`default_http_server`.
+        settings: The llhttp server's limits and timeouts (by default none on
+            the body: the app's ``max_body`` answers 413 with a JSON-RPC error);
+            hypercorn runs with its own.
+        certfile: Serve HTTPS with this PEM certificate chain (both servers).
+        keyfile: The certificate's private key (PEM), when not in ``certfile``.
         task_status: Given an :class:`HttpAddress` once listening.
 
     Raises:
         OSError: The address could not be bound.
+        RuntimeError: ``server="llhttp"`` without ``httptools`` installed.
+        ValueError: An unknown ``server``, or ``keyfile`` without ``certfile``.
 
-    Cancellation: this is how the server stops: open connections are
-        closed, every session ends, then every task actor is cancelled.
+    Cancellation: this is how the server stops. On llhttp: it stops
+        accepting, closes idle connections, gives requests in progress
+        ``settings.shutdown_timeout`` seconds, then every session ends and
+        every task actor is cancelled. On hypercorn: open connections are
+        closed after its half-second grace, then the same.
     """
-    import hypercorn.config
-    import hypercorn.trio
-
+    chosen = default_http_server() if server is None else server
+    if chosen not in ("llhttp", "hypercorn"):
+        raise ValueError(f"server must be 'llhttp' or 'hypercorn', not {server!r}")
+    if chosen == "llhttp" and not LLHTTP_AVAILABLE:
+        raise RuntimeError("server='llhttp' needs httptools: pip install 'trio-mcp[fast]'")
+    if keyfile is not None and certfile is None:
+        raise ValueError("keyfile needs certfile")
     if isinstance(app, App):
         app = StreamableHttpApp(
             app, path, HttpPolicy(
@@ -442,19 +455,11 @@ async def serve_http(
         )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    config = hypercorn.config.Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    # hypercorn's default backlog (100) drops a burst of new connections
-    # while the one Trio thread is busy: their requests would be lost.
-    config.backlog = 1024
-    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.accesslog = None
-    config.graceful_timeout = 0.5
+    if settings is None:
+        # No server-level body limit: the app answers 413 itself, with a JSON-RPC
+        # error body, after reading at most its max_body.
+        settings = HttpServerSettings()
     with unwrap_group():
-        async with trio.open_nursery() as nursery:
-            await nursery.start(app.run)
-            binds = await nursery.start(hypercorn.trio.serve, app, config)
-            address = HttpAddress(host, _bound_port(binds), app.path or "/")
-            log.info("serving MCP over Streamable HTTP at %s", address.url)
-            task_status.started(address)
+        await run_server(app, app.run, host, port, app.path or "/", server=chosen,
+                         settings=settings, certfile=certfile, keyfile=keyfile,
+                         task_status=task_status)

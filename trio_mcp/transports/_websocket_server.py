@@ -25,8 +25,7 @@ import trio_websocket
 
 from .._util import unwrap_group
 from ..auth import CallbackVerifier, Identity, InvalidToken, TokenVerifier
-from ..peer import App, Peer, Role
-from ..peer._features._scopes import IDENTITY_INFO
+from ..peer import IDENTITY_INFO, App, Peer, Role
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,

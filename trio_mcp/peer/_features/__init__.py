@@ -1,12 +1,11 @@
-"""The MCP features layer: the App, the Peer and one module per feature.
+"""MCP features: one module per feature, each a mixin of :class:`~trio_mcp.peer.Peer`.
 
-Each feature is a :class:`~._base.PeerCore` mixin registering its handlers
-and capabilities (see :mod:`._catalog`); the session below knows no MCP.
+They are written once, for both eras; how an era reads a request and shapes
+its answer is the business of :mod:`trio_mcp.peer._dialects`.
 """
 
-from ._app import App as App
 from ._base import PeerCore as PeerCore
 from ._base import Role as Role
 from ._context import RequestContext as RequestContext
-from ._peer import Peer as Peer
-from ._peer import open_peer as open_peer
+from ._scopes import IDENTITY_INFO as IDENTITY_INFO
+from ._scopes import required_scopes as required_scopes

@@ -15,15 +15,14 @@ from typing import Any, TypeVar, overload
 
 from .._messages import Annotations, Icon, Resource, ResourceTemplate, ResourceUriParams, to_wire
 from .._signatures._signature import AsyncFunction, read_signature
-from ._base import PeerCore, Role
+from ._base import ChangeListener, PeerCore, Role
 from ._context import RequestContext
-from ._list_changes import announce, broadcast, ready
+from ._list_changes import announce, broadcast, offer_all, ready
 from ._logging import McpLogHandler
 from ._promptspec import PromptSpec, make_prompt_spec
 from ._resources import Resources
 from ._resourcespec import ResourceSpec, TemplateSpec, compile_template
 from ._scopes import scope_set
-from ._subscriptions import Listener, offer_all
 
 F = TypeVar("F", bound=AsyncFunction)
 #: ``async def complete(value, context) -> list[str] | Completion``.
@@ -47,7 +46,7 @@ class ServerOffers:
     prompts: dict[str, PromptSpec]
     completers: dict[tuple[str, str, str], Completer]
     connections: set[PeerCore]
-    listeners: set[Listener]
+    listeners: set[ChangeListener]
     tools: dict[str, Any]
     scope_rules: dict[tuple[str, str], frozenset[str]]
     require_scopes: Callable[[str, str, Iterable[str] | None], None]  # (App's)

@@ -23,11 +23,20 @@ import attrs
 import trio
 
 from ..._errors import RemoteProtocolError
-from .._messages import ClientCapabilities, Implementation, ServerCapabilities, converter, to_wire
+from .._messages import (
+    CallToolResult,
+    ClientCapabilities,
+    Implementation,
+    ServerCapabilities,
+    Task,
+    converter,
+    to_wire,
+)
 from .._session import MessageBus, ProgressCallback, Session
-from .._tasks import StatusWaiters, TaskRegistry
+from .._tasks import StatusWaiters, TaskHandle, TaskRegistry
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: Distinguishes this process's connections from an earlier one's: a task of
 #: an anonymous connection, kept by a durable store, can never be reached by a
@@ -119,8 +128,8 @@ class AppView(Protocol):
         ...
 
     @property
-    def listeners(self) -> set[Any]:
-        """The open ``subscriptions/listen`` requests (:class:`~._subscriptions.Listener`)."""
+    def listeners(self) -> set[ChangeListener]:
+        """The open ``subscriptions/listen`` requests (2026-07-28; see :class:`ChangeListener`)."""
         ...
 
     @property
@@ -171,8 +180,27 @@ class AppView(Protocol):
         ...
 
 
+class ChangeListener(Protocol):
+    """An open ``subscriptions/listen`` request (the 2026-07-28 dialect's ``Listener``).
+
+    The App keeps them in :attr:`AppView.listeners`; the features offer each
+    change notification to every one (:func:`~._list_changes.offer_all`), the
+    listener keeps those its filter names.
+    """
+
+    def offer(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Queue the notification if the filter names it; whether it did."""
+        ...
+
+
 class ModernRequests(Protocol):
-    """How a client connection sends requests in 2026-07-28 (``_modern_client.ModernClient``)."""
+    """How a client connection sends requests and follows tasks in 2026-07-28.
+
+    The client side of the 2026-07-28 dialect
+    (:class:`trio_mcp.peer._dialects._modern_client.ModernClient`) implements it;
+    :class:`PeerCore` holds it in :attr:`~PeerCore.modern` once the client chose
+    that era, and the features ask it instead of importing the dialect.
+    """
 
     log_level: str | None
 
@@ -189,6 +217,33 @@ class ModernRequests(Protocol):
 
     async def unsubscribe(self, uri: str) -> None:
         """Drop ``uri`` from the subscription."""
+        ...
+
+    async def answer(self, requests: dict[str, Any], answered: dict[str, Any]) -> dict[str, Any]:
+        """Answer a task's or a result's ``inputRequests`` with this side's handlers."""
+        ...
+
+    def task_handle(
+        self, raw: dict[str, Any], result_type: type[R], progress: ProgressCallback | None = None
+    ) -> TaskHandle[R]:
+        """The handle for the answer to a call: a task, or its result (already completed).
+
+        ``progress`` is called with each new status message of the task.
+        """
+        ...
+
+    def reattach(self, task_id: str, result_type: type[R]) -> TaskHandle[R]:
+        """A handle on a task known only by id."""
+        ...
+
+    async def get_detailed(self, task_id: str) -> tuple[Task, dict[str, Any]]:
+        """One ``tasks/get``: the snapshot and its detail (``inputRequests``, ``result``...)."""
+        ...
+
+    async def call_tool(
+        self, params: dict[str, Any], progress: ProgressCallback | None
+    ) -> CallToolResult:
+        """``tools/call``: its result, following the task the server may make of it."""
         ...
 
 

@@ -28,9 +28,9 @@ from .._messages import (
     related_task_meta,
     to_wire,
 )
-from .._tasks import PulledInputs, TaskActor, TaskConnection
+from .._tasks import TaskActor, TaskConnection
 from ._base import PeerCore
-from ._era import current_request
+from ._dialect import Dialect
 from ._logging import Logging
 from ._questions import ask_all, ask_one
 from ._scopes import identity_of
@@ -62,6 +62,8 @@ class RequestContext:
         peer: The connection the request arrived on.
         request_id: The JSON-RPC id of the request.
         meta: The request's ``_meta`` (``None`` if absent).
+        dialect: The request's era when it is not the connection's (a 2026-07-28
+            request: its per-request ``_meta`` and how it asks; ``None``: 2025-11-25).
     """
 
     def __init__(
@@ -70,10 +72,13 @@ class RequestContext:
         request_id: str | int,
         meta: dict[str, Any] | None,
         task: TaskActor | None = None,
+        *,
+        dialect: Dialect | None = None,
     ) -> None:
         self.peer = peer
         self.request_id = request_id
         self.meta = meta
+        self.dialect = dialect
         self._task = task
         self._progress_count = 0.0
 
@@ -96,17 +101,15 @@ class RequestContext:
     @property
     def era(self) -> str:
         """The protocol version of this request: ``"2026-07-28"`` or the session's 2025 one."""
-        modern = current_request.get()
-        if modern is not None:
-            return modern.protocol_version
+        if self.dialect is not None:
+            return self.dialect.protocol_version
         return self.peer.protocol_version or "2025-11-25"
 
     @property
     def client_capabilities(self) -> ClientCapabilities | None:
         """The capabilities the client declared: the request's own in 2026-07-28."""
-        modern = current_request.get()
-        if modern is not None:
-            return modern.client_capabilities
+        if self.dialect is not None:
+            return self.dialect.client_capabilities
         return self.peer.remote_client_capabilities
 
     @property
@@ -118,17 +121,16 @@ class RequestContext:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the requestor gave a progress token.
-
-        Does nothing otherwise. For a task, the notification goes to the
-        requestor's open connection (the task may outlive the request's).
-        Progress values should increase; this is the caller's duty.
-
-        Cancellation: safe to cancel; the notification may or may not go.
+        """Send ``notifications/progress`` if the requestor gave a progress token (a task's
+        to its requestor's open connection); values should increase. A 2026-07-28 task (no
+        progress notifications there) shows it as its ``statusMessage`` instead: ``message``,
+        else ``"progress/total"``. Cancellation: safe; the progress may or may not go.
         """
+        if self._task is not None and self._task.pulled is not None:
+            return self._task.show_progress(progress_text(progress, total, message))
         token = self.progress_token
-        if token is None or (self._task is not None and self._task.pulled is not None):
-            return  # (the tasks extension has no progress on tasks)
+        if token is None:
+            return
         params = to_wire(ProgressParams(token, progress, total, message))
         if self._task is None:
             # Sent in line, so it always precedes the request's response.
@@ -253,7 +255,7 @@ class RequestContext:
             return  # the tasks extension has no log messages on tasks
         if self._task is not None:
             peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
-        if not isinstance(peer, Logging) or not peer.wants_log(level):
+        if not isinstance(peer, Logging) or not peer.wants_log_for(level, self.dialect):
             return
         params = LoggingMessageParams(level=level, data=data, logger=logger)
         if self._task is not None:
@@ -331,7 +333,7 @@ class RequestContext:
         """
         task = self._task
         if task is not None and task.prelude is not None and task.pulled is None:
-            task.pulled = PulledInputs(task.prelude.capabilities)
+            task.pulled = task.prelude.dialect.task_questions()
             task.prelude.settle("started")
         await trio.lowlevel.checkpoint()
 
@@ -340,3 +342,10 @@ class RequestContext:
     ) -> dict[str, ElicitResult | CreateMessageResult | list[Root]]:
         """Ask several questions at once (``None``: the roots); see :func:`~._questions.ask_all`."""
         return await ask_all(self, questions)
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """A progress report as a task's ``statusMessage`` (2026-07-28)."""
+    if message:
+        return message
+    return f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"

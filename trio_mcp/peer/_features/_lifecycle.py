@@ -5,14 +5,16 @@ Before the handshake is over, a server refuses every request but
 request but those (the session's gate). ``initialize`` cannot be cancelled.
 
 A server connection speaks both eras: until its era is chosen, the session's
-``route`` (:func:`~._modern.choose_era`) looks at each request first;
-``initialize`` keeps this module's 2025-11-25 path, a request with modern
-``_meta`` switches the connection to the 2026-07-28 dialect (``_modern``).
-``server/discover`` is answered in either state.
+``route`` looks at each request first; ``initialize`` keeps this module's
+2025-11-25 path, a request with modern ``_meta`` switches the connection to the
+2026-07-28 dialect. That switch and the server's ``server/discover`` (answered in
+either state) are the dialect's (``trio_mcp.peer._dialects._modern.offer_both_eras``),
+installed by :class:`~trio_mcp.Peer`; this feature imports no dialect.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import trio
@@ -29,10 +31,15 @@ from .._messages import (
     from_wire,
 )
 from ._base import PeerCore, Role
-from ._modern import choose_era, discover
 
 #: Requests either side may send before the handshake is over.
 _BEFORE_HANDSHAKE = frozenset({"initialize", "ping", "server/discover"})
+#: Methods 2026-07-28 has and 2025-11-25 has not (a modern connection's dialect
+#: replaces these handlers): what a 2025-11-25 session answers says so.
+_MODERN_ONLY = {
+    "tasks/update": "MCP 2026-07-28's tasks extension (io.modelcontextprotocol/tasks)",
+    "subscriptions/listen": "MCP 2026-07-28",
+}
 _NOT_INITIALIZED = ErrorData(INVALID_REQUEST, "Invalid request: the session is not initialized yet")
 
 
@@ -51,9 +58,11 @@ class Lifecycle(PeerCore):
         session.admit = self._admit
         session.request_handlers["initialize"] = self._on_initialize
         session.request_handlers["ping"] = self._on_ping
+        # A server's is the dialect's, with the era switch (Peer installs both).
         session.request_handlers["server/discover"] = self._on_discover
         if self.role is Role.SERVER:
-            session.route = self._choose_era
+            for method, where in _MODERN_ONLY.items():
+                session.request_handlers[method] = partial(_modern_only, where)
         session.notification_handlers["notifications/initialized"] = self._on_initialized
 
     def _admit(self, req: Request) -> ErrorData | None:
@@ -86,15 +95,10 @@ class Lifecycle(PeerCore):
             instructions=self.app.instructions,
         )
 
-    def _choose_era(self, req: Request) -> ErrorData | None:
-        return choose_era(self, req)
-
     async def _on_discover(self, req: Request) -> dict[str, Any]:
-        if self.role is not Role.SERVER:
-            raise McpError(
-                METHOD_NOT_FOUND, "Method not found: server/discover (this side is a client)"
-            )
-        return await discover(self, req)
+        raise McpError(
+            METHOD_NOT_FOUND, "Method not found: server/discover (this side is a client)"
+        )
 
     async def _on_ping(self, req: Request) -> dict[str, Any]:
         return {}
@@ -145,3 +149,13 @@ class Lifecycle(PeerCore):
             await self.request_raw("server/discover")
             return
         await self.session.request_raw("ping")
+
+
+async def _modern_only(where: str, req: Request) -> dict[str, Any]:
+    """A 2026-07-28 method in a 2025-11-25 connection: -32601 with the era hint."""
+    raise McpError(
+        METHOD_NOT_FOUND,
+        f"Method not found: {req.method} (a method of {where}; this connection speaks "
+        "MCP 2025-11-25, chosen by its initialize: a 2026-07-28 request carries its "
+        "protocolVersion in _meta, and over HTTP its MCP-Protocol-Version, without a session)",
+    )

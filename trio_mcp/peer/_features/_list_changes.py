@@ -13,9 +13,8 @@ from typing import Any, Final
 
 from .._messages import Notification, to_wire
 from .._session import current_request_id
-from ._base import AppView, PeerCore, Role
+from ._base import AppView, ChangeListener, PeerCore, Role
 from ._callbacks import run_callback
-from ._subscriptions import offer_all
 
 #: The lists that announce their changes, by notification method.
 LIST_CHANGED: Final = {
@@ -50,6 +49,13 @@ def announce(peers: Iterable[PeerCore], method: str, params: Any = None) -> int:
     finally:
         current_request_id.reset(token)
     return count
+
+
+def offer_all(
+    listeners: set[ChangeListener], method: str, params: dict[str, Any] | None = None
+) -> int:
+    """Offer a notification to every listener; returns how many queued it."""
+    return sum(1 for listener in list(listeners) if listener.offer(method, params))
 
 
 def broadcast(app: AppView, role: Role, method: str, params: Any = None) -> int:

@@ -28,7 +28,7 @@ from .._messages import (
 )
 from ._base import AppView, PeerCore, Role
 from ._callbacks import run_callback
-from ._era import current_request
+from ._dialect import Dialect, current_dialect
 from ._list_changes import ready
 
 log = logging.getLogger("trio_mcp.peer")
@@ -74,14 +74,25 @@ class Logging(PeerCore):
     def wants_log(self, level: str) -> bool:
         """Whether a message at ``level`` goes to this connection (server role).
 
+        A message sent from a 2026-07-28 request's handler (Python ``logging``
+        through :class:`McpLogHandler`, or :meth:`send_log_message`) is weighed
+        against that request's log level (:data:`~._dialect.current_dialect`).
+
+        Raises:
+            ValueError: ``level`` is not an RFC 5424 level name.
+        """
+        return self.wants_log_for(level, current_dialect.get())
+
+    def wants_log_for(self, level: str, dialect: Dialect | None) -> bool:
+        """Whether a message at ``level`` goes to this connection for a request of ``dialect``.
+
         Raises:
             ValueError: ``level`` is not an RFC 5424 level name.
         """
         rank = level_rank(level)
-        modern = current_request.get()
-        if modern is not None:
+        if dialect is not None:
             # 2026-07-28: the request's own logLevel; none means no log messages.
-            return modern.log_level is not None and rank >= level_rank(modern.log_level)
+            return dialect.log_level is not None and rank >= level_rank(dialect.log_level)
         return self.log_level is None or rank >= level_rank(self.log_level)
 
     def _log_params(

@@ -73,7 +73,7 @@ class Prompts(PeerCore):
                 INVALID_PARAMS, f"Missing required arguments for prompt {spec.prompt.name}: "
                 + ", ".join(missing)
             )
-        ctx = RequestContext(self, req.id, params.meta)
+        ctx = RequestContext(self, req.id, params.meta, dialect=req.dialect)
         value = await call_with(spec.fn, spec.sig, arguments, ctx)
         return to_prompt_result(value, spec.prompt.description)
 

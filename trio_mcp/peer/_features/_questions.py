@@ -2,7 +2,8 @@
 
 2025-11-25: real server-to-client requests (``elicitation/create``,
 ``sampling/createMessage``, ``roots/list``), hosted by the client as tasks
-when it declared so. 2026-07-28: multi round-trip questions (``_modern``).
+when it declared so. 2026-07-28: what the request's :class:`~._dialect.Dialect`
+asks (multi round-trip questions; a task's are pulled by its requestor).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import trio
 
 from ..._errors import LocalUsageError
 from .._messages import (
+    CAPABILITY_OF,
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
@@ -26,8 +28,7 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskHandle
 from ._base import PeerCore
-from ._era import ask, ask_many, check_declared, current_request, structure_answer
-from ._mrtr import CAPABILITY_OF
+from ._dialect import Dialect, dialect_of
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -37,6 +38,7 @@ class Asker(Protocol):
     """What these functions need of a ``RequestContext``."""
 
     _task: TaskActor | None
+    dialect: Dialect | None
 
     @property
     def peer(self) -> PeerCore:
@@ -78,7 +80,8 @@ async def ask_all(
     Cancellation: (2025-11-25) withdraws the questions still open.
     """
     pulled = ctx._task.pulled if ctx._task is not None else None
-    if pulled is None and current_request.get() is not None:
+    dialect = ctx.dialect
+    if pulled is None and dialect is not None:
         wanted: dict[str, tuple[str, dict[str, Any], type[Any]]] = {}
         for key, question in questions.items():
             if question is None:
@@ -87,7 +90,7 @@ async def ask_all(
                 wanted[key] = ("elicitation/create", to_wire(question), ElicitResult)
             else:
                 wanted[key] = ("sampling/createMessage", to_wire(question), CreateMessageResult)
-        answers = ask_many(wanted)
+        answers = dialect.ask_many(wanted)
         return {
             k: v.roots if isinstance(v, ListRootsResult) else v for k, v in answers.items()
         }
@@ -127,7 +130,8 @@ async def ask_one(
 
     * In a 2026-07-28 task: posted for ``tasks/get`` and answered by
       ``tasks/update`` (its requestor pulls it);
-    * in a 2026-07-28 request: a multi round-trip question (:func:`~._modern.ask`);
+    * in a 2026-07-28 request: a multi round-trip question (the request's
+      :class:`~._dialect.Dialect` answers it or stops the handler);
     * in 2025-11-25: a request to the client (as a task it hosts, if asked).
 
     Raises:
@@ -140,13 +144,13 @@ async def ask_one(
     task = ctx._task
     pulled = task.pulled if task is not None else None
     if task is not None and pulled is not None:
-        check_declared(pulled.capabilities, method, params)
+        asked_by = dialect_of(pulled)
+        asked_by.check_question(method, params)
         raw, _ = await task.ask(method, params, key)
-        result: T = structure_answer(key or method, raw, result_type)
-        return result
-    if current_request.get() is not None:
-        answer: T = ask(method, params, result_type, key)
-        return answer
+        return asked_by.structure_answer(key or method, raw, result_type)
+    dialect = ctx.dialect
+    if dialect is not None:
+        return dialect.ask(method, params, result_type, key)
     caps = ctx.peer.remote_client_capabilities
     capability = CAPABILITY_OF[method]
     if caps is None or getattr(caps, capability) is None:

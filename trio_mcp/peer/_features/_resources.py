@@ -134,7 +134,7 @@ class Resources(PeerCore):
 
     async def _on_resources_read(self, req: Request) -> ReadResourceResult:
         uri, spec, variables = self._find_resource(req)
-        ctx = RequestContext(self, req.id, (req.params or {}).get("_meta"))
+        ctx = RequestContext(self, req.id, (req.params or {}).get("_meta"), dialect=req.dialect)
         value = await call_with(spec.fn, spec.sig, variables, ctx)
         listing = spec.resource if isinstance(spec, ResourceSpec) else spec.template
         mime = listing.mime_type

@@ -23,9 +23,9 @@ from .._messages import (
     task_id_param,
 )
 from .._session import Reply
-from .._tasks import PulledInputs, TaskActor
+from .._tasks import TaskActor
 from ._base import AppView, PeerCore
-from ._era import current_request
+from ._dialect import Dialect
 from ._scopes import check_task_scopes
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ async def create_task(
         McpError: -32000 when a cap or the rate limit is reached.
     """
     actor = await _create(peer, req, task, request_meta, work, peer.app.registry.create)
-    return _created(actor, result_meta)
+    return _created(actor, result_meta, req.dialect)
 
 
 def accept_task(
@@ -63,7 +63,8 @@ def accept_task(
     registry = peer.app.registry
     if not registry.immediate:
         return create_task(peer, req, task, request_meta, work, result_meta)
-    return _created(_create(peer, req, task, request_meta, work, registry.create_now), result_meta)
+    actor = _create(peer, req, task, request_meta, work, registry.create_now)
+    return _created(actor, result_meta, req.dialect)
 
 
 def _create(
@@ -87,10 +88,11 @@ def _create(
     )
 
 
-def _created(actor: TaskActor, result_meta: dict[str, Any] | None) -> Reply:
-    modern = current_request.get()
-    if modern is not None:  # 2026-07-28: the requestor pulls the questions
-        actor.pulled = PulledInputs(modern.client_capabilities)
+def _created(
+    actor: TaskActor, result_meta: dict[str, Any] | None, dialect: Dialect | None
+) -> Reply:
+    if dialect is not None:  # 2026-07-28: the requestor pulls the questions
+        actor.pulled = dialect.task_questions()
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
     result: dict[str, Any] = {"task": actor.record.wire()}
     if result_meta is not None:

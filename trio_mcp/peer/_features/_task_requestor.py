@@ -11,10 +11,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
+from ..._errors import LocalUsageError
 from .._messages import ListTasksResult, Notification, Task, TaskStatus, converter
 from .._tasks import TaskHandle
 from ._base import PeerCore
-from ._modern_requestor import get_detailed, modern_handle, not_modern, reattach
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -44,13 +44,13 @@ class TaskRequestor(PeerCore):
             RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
         """
         if self.modern is not None:
-            return modern_handle(self, raw, result_type)
+            return self.modern.task_handle(raw, result_type)
         return TaskHandle.from_create_result(self, raw, result_type)
 
     def task_handle(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
         """A handle on a task known only by id (e.g. after reconnecting); see :meth:`task`."""
         if self.modern is not None:
-            return reattach(self, task_id, result_type)
+            return self.modern.reattach(task_id, result_type)
         placeholder = Task(task_id, TaskStatus.WORKING, "", "", None)
         return TaskHandle(self, placeholder, result_type)
 
@@ -79,7 +79,7 @@ class TaskRequestor(PeerCore):
         Cancellation: sends ``notifications/cancelled``; the task is unaffected.
         """
         if self.modern is not None:
-            task, _ = await get_detailed(self, task_id)
+            task, _ = await self.modern.get_detailed(task_id)
             return task
         return await self.request("tasks/get", {"taskId": task_id}, Task)
 
@@ -99,7 +99,7 @@ class TaskRequestor(PeerCore):
             the task itself is unaffected.
         """
         if self.modern is not None:
-            raise not_modern("there is no tasks/result; use task(task_id).result()")
+            raise _not_modern("there is no tasks/result; use task(task_id).result()")
         return await self.request_raw("tasks/result", {"taskId": task_id})
 
     async def cancel_task(self, task_id: str) -> Task:
@@ -118,7 +118,7 @@ class TaskRequestor(PeerCore):
             check with :meth:`get_task`.
         """
         if self.modern is not None:
-            return await reattach(self, task_id, dict).cancel()
+            return await self.modern.reattach(task_id, dict).cancel()
         return await self.request("tasks/cancel", {"taskId": task_id}, Task)
 
     async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
@@ -132,7 +132,7 @@ class TaskRequestor(PeerCore):
         Cancellation: sends ``notifications/cancelled``; nothing else changes.
         """
         if self.modern is not None:
-            raise not_modern("there is no tasks/list; a client keeps the ids of its tasks")
+            raise _not_modern("there is no tasks/list; a client keeps the ids of its tasks")
         return await self.request(
             "tasks/list", {"cursor": cursor} if cursor else None, ListTasksResult
         )
@@ -150,3 +150,8 @@ class TaskRequestor(PeerCore):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+
+def _not_modern(what: str) -> LocalUsageError:
+    """The error for a 2025-11-25 task method used on a 2026-07-28 connection."""
+    return LocalUsageError(f"not in 2026-07-28: {what}")

@@ -40,7 +40,7 @@ from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from ._base import AppView, PeerCore, Role
 from ._context import RequestContext
-from ._modern_requestor import call_and_follow, modern_handle
+from ._dialect import Dialect
 from ._scopes import check_scopes, rule, visible
 from ._task_receiver import accept_task, hosts
 
@@ -115,11 +115,13 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            work = _ToolWork(self, spec, req.id, meta, arguments)
+            work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
             return accept_task(self, req, task, meta, work, response_meta)
-        ctx = RequestContext(self, req.id, meta) if spec.context_param else None
+        ctx = None
+        if spec.context_param:
+            ctx = RequestContext(self, req.id, meta, dialect=req.dialect)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
         return self._run_tool(spec, arguments, ctx)
@@ -251,7 +253,7 @@ class Tools(PeerCore):
         """
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
-            return await call_and_follow(self, params_wire, progress)
+            return await self.modern.call_tool(params_wire, progress)
         tool = self._tool_cache.get(name)
         if (
             tool is not None
@@ -297,8 +299,15 @@ class Tools(PeerCore):
                 sent in 2026-07-28, where the server alone chooses it (the
                 task's ``ttl``).
             progress: Called (sync or ``async``) with progress for the whole
-                life of the task (2026-07-28: of the call only; a task there
-                sends no progress).
+                life of the task. **2026-07-28**: the tasks extension has no
+                progress notifications; while the handle follows the task
+                (iterating it, :meth:`TaskHandle.wait`, :meth:`TaskHandle.result`)
+                each new ``statusMessage`` of ``tasks/get`` is passed on as
+                ``ProgressParams(task_id, n, None, status_message)``: ``n``
+                counts the messages, the numbers of ``ctx.report_progress``
+                do not travel (a trio-mcp server shows its ``message``, else
+                ``"progress/total"``), and updates between two polls are
+                missed (at most one per ``pollInterval``).
 
         Raises:
             LocalUsageError: The server did not declare task support for
@@ -314,7 +323,7 @@ class Tools(PeerCore):
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
             raw = await self.request_raw("tools/call", params_wire, progress=progress)
-            return modern_handle(self, raw, CallToolResult)
+            return self.modern.task_handle(raw, CallToolResult, progress)
         if not task_capability(self.remote_server_capabilities, "tools/call"):
             raise LocalUsageError("the server did not declare tasks.requests.tools.call")
         tool = self._tool_cache.get(name)
@@ -362,7 +371,7 @@ class _ToolWork:
     directly, so it adds no coroutine of its own to a running task.
     """
 
-    __slots__ = ("_arguments", "_meta", "_request_id", "_spec", "_tools")
+    __slots__ = ("_arguments", "_dialect", "_meta", "_request_id", "_spec", "_tools")
 
     def __init__(
         self,
@@ -371,8 +380,10 @@ class _ToolWork:
         request_id: RequestId,
         meta: dict[str, Any] | None,
         arguments: dict[str, Any] | None,
+        dialect: Dialect | None,
     ) -> None:
         self._tools = tools
+        self._dialect = dialect
         self._spec = spec
         self._request_id = request_id
         self._meta = meta
@@ -381,6 +392,8 @@ class _ToolWork:
     def __call__(self, actor: TaskActor) -> Awaitable[dict[str, Any]]:
         ctx = None
         if self._spec.context_param is not None:
-            ctx = RequestContext(self._tools, self._request_id, self._meta, actor)
+            ctx = RequestContext(
+                self._tools, self._request_id, self._meta, actor, dialect=self._dialect
+            )
         arguments, self._arguments = self._arguments, None  # called once per task
         return self._tools._run_tool(self._spec, arguments, ctx)

@@ -7,6 +7,7 @@ from ._annotations import Annotations as Annotations
 from ._annotations import Icon as Icon
 from ._annotations import ToolAnnotations as ToolAnnotations
 from ._base import ALL_PROTOCOL_VERSIONS as ALL_PROTOCOL_VERSIONS
+from ._base import CAPABILITY_OF as CAPABILITY_OF
 from ._base import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
 from ._base import META_CLIENT_CAPABILITIES as META_CLIENT_CAPABILITIES
 from ._base import META_CLIENT_INFO as META_CLIENT_INFO

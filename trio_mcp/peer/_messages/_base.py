@@ -87,6 +87,14 @@ class ServerCapabilities:
     extra: dict[str, Any] = _extra()
 
 
+#: Which client capability each server-to-client question (input request) needs.
+CAPABILITY_OF: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
 def task_capability(caps: ClientCapabilities | ServerCapabilities | None, method: str) -> bool:
     """Tell whether ``caps`` declares task augmentation for ``method``.
 

@@ -133,6 +133,10 @@ class Request:
     related_request_id: str | int | None = attrs.field(
         default=None, kw_only=True, eq=False, repr=False
     )
+    #: Not on the wire: the era the request was read in, when it is not its
+    #: connection's (the 2026-07-28 dialect's per-request value; the features
+    #: see it as their ``Dialect`` protocol). ``None``: the handshake's era.
+    dialect: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen

@@ -14,6 +14,7 @@ from ._outbound import NOTIFICATION_QUEUE as NOTIFICATION_QUEUE
 from ._outbound import current_request_id as current_request_id
 from ._outbound import message_observers as message_observers
 from ._pending import ProgressCallback as ProgressCallback
+from ._pending import call_progress as call_progress
 from ._session import MAX_CONCURRENT_REQUESTS as MAX_CONCURRENT_REQUESTS
 from ._session import Admission as Admission
 from ._session import ImmediateHandler as ImmediateHandler

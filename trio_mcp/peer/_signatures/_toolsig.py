@@ -57,17 +57,22 @@ def needs_structuring(tp: Any) -> bool:
 class ArgumentBinder:
     """Turns a ``tools/call``'s arguments into the keyword arguments of the function.
 
-    Everything is computed at registration. Per call: keep the known names,
-    then structure only the parameters whose type needs it (never the
-    primitives, which the schema check has already validated).
+    Everything is computed at registration. Per call: keep the known names
+    (all of them for a function with ``**kwargs``; without one, the schema's
+    ``additionalProperties: false`` has already refused the others), then
+    structure only the parameters whose type needs it (never the primitives,
+    which the schema check has already validated).
 
     Attributes:
         params: The names of the function's argument parameters.
         structured: ``(name, type, hook)`` of the parameters to structure.
+        open_ended: The function takes ``**kwargs``: every argument is passed on.
     """
 
     params: frozenset[str]
     structured: tuple[tuple[str, Any, Hook], ...] = ()
+    #: The function takes ``**kwargs``: every argument is passed on.
+    open_ended: bool = False
 
     def __call__(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Select and structure ``arguments``.
@@ -78,7 +83,9 @@ class ArgumentBinder:
                 ``items[2].name``).
         """
         params = self.params
-        kwargs = {k: v for k, v in arguments.items() if k in params}
+        kwargs = dict(arguments) if self.open_ended else {
+            k: v for k, v in arguments.items() if k in params
+        }
         for name, tp, hook in self.structured:
             if name in kwargs:
                 try:
@@ -209,12 +216,16 @@ def analyze_signature(
     params: list[str] = []
     structured: list[tuple[str, Any, Hook]] = []
     context_param: str | None = None
+    open_ended = False  # **kwargs: arguments beyond the named ones are the function's
     for name, param in sig.parameters.items():
         annotation = hints.get(name, Any)
         if annotation is context_type:
             context_param = name
             continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind is param.VAR_KEYWORD:
+            open_ended = True
+            continue
+        if param.kind is param.VAR_POSITIONAL:
             continue
         params.append(name)
         prop = builder.schema(annotation)
@@ -232,9 +243,13 @@ def analyze_signature(
     schema: JsonSchema = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    if not open_ended:
+        # An argument the function has no parameter for is refused (a tool execution
+        # error naming it), not dropped: a misspelt name must not run with a default.
+        schema["additionalProperties"] = False
     returns = hints.get("return", Any)
     output = None
     if not _is_text(returns) and not unstructured_return(returns):
         output = output_shape(returns)
-    binder = ArgumentBinder(frozenset(params), tuple(structured))
+    binder = ArgumentBinder(frozenset(params), tuple(structured), open_ended)
     return ToolSignature(builder.document(schema), binder, context_param, output)

@@ -281,7 +281,7 @@ def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | 
         prop = properties.get(name)
         if prop is None:
             if schema.get("additionalProperties") is False:
-                return f"unexpected argument {name!r}"
+                return _unexpected(name, properties)
             continue
         if not isinstance(prop, dict):
             continue
@@ -345,7 +345,7 @@ def compile_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], str | No
             entry = plan.get(name)
             if entry is None:
                 if closed:
-                    return f"unexpected argument {name!r}"
+                    return _unexpected(name, properties)
                 continue
             if entry is _UNCHECKED:
                 continue
@@ -357,6 +357,12 @@ def compile_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], str | No
         return None
 
     return check
+
+
+def _unexpected(name: str, properties: dict[str, Any]) -> str:
+    """The reason for an argument the schema does not allow, naming those it does."""
+    takes = ", ".join(repr(p) for p in properties) if properties else "no arguments"
+    return f"unexpected argument {name!r} (it takes {takes})"
 
 
 def to_call_tool_result(value: Any) -> CallToolResult:

@@ -29,8 +29,11 @@ Work: TypeAlias = Callable[["TaskActor"], Awaitable[dict[str, Any]]]
 class ActorHost(Protocol):
     """What an actor needs from the registry that started it."""
 
-    def transition(self, actor: TaskActor, event: TaskEvent, message: str | None = None) -> bool:
-        """Apply ``event`` to the actor's task; False if it was ignored."""
+    def transition(
+        self, actor: TaskActor, event: TaskEvent | None, message: str | None = None
+    ) -> bool:
+        """Apply ``event`` to the actor's task (``None``: a new status ``message`` only, the
+        status unchanged); False if it was ignored."""
         ...
 
     def finish(self, actor: TaskActor, outcome: TaskOutcome) -> None:
@@ -177,6 +180,11 @@ class TaskActor:
         if self._done is not None:
             self._done.set()
         self._signal_change()
+
+    def show_progress(self, message: str) -> None:
+        """Progress of a task whose requestor pulls (2026-07-28: the extension has no progress
+        notifications): its new status message, shown by ``tasks/get``."""
+        self.registry.transition(self, None, message)
 
     def wrap_work(self, wrapper: Callable[[Work], Work]) -> None:
         """Replace the work (not started yet) by ``wrapper(work)``."""

@@ -90,27 +90,29 @@ class TaskLedger:
     def transition(
         self,
         actor: TaskActor,
-        event: TaskEvent,
+        event: TaskEvent | None,
         message: str | None = None,
         *,
         told: TaskConnection | None = None,
     ) -> bool:
         record = actor.record
+        what = "a message" if event is None else event.value
         if self._actors.get(record.task_id) is not actor:
             # The task expired and was deleted (the table's ``None`` status):
             # nothing happens to it any more, not even its pending input
             # request being withdrawn as its work is cancelled.
-            log.debug("task %s: %s ignored after expiry", record.task_id, event.value)
+            log.debug("task %s: %s ignored after expiry", record.task_id, what)
             return False
+        if event is None and record.status.is_terminal:
+            return False  # a message only (2026-07-28 progress), too late
         try:
-            status = next_status(record.status, event)
+            # No event: a new status message, the status unchanged.
+            status = record.status if event is None else next_status(record.status, event)
         except IllegalTransition:
             if record.status.is_terminal:
                 # The work finished in the same instant as a cancel: the task
                 # stays in its terminal status (spec: stays cancelled).
-                log.debug(
-                    "task %s: %s ignored in %s", record.task_id, event.value, record.status.value
-                )
+                log.debug("task %s: %s ignored in %s", record.task_id, what, record.status.value)
                 return False
             raise
         assert status is not None
@@ -126,8 +128,8 @@ class TaskLedger:
         if self.mirror is not None:
             self.mirror.written(record)
         self._notify_observers(record)
-        # (A StrEnum formats as its value; .value is a slow property.)
-        audit.info("task %s id=%s context=%s", status, record.task_id, record.owner)
+        if event is not None:  # (A StrEnum formats as its value; .value is a slow property.)
+            audit.info("task %s id=%s context=%s", status, record.task_id, record.owner)
         _announce(actor, self._peers.get(record.owner), told)
         if status.is_terminal:
             actor.mark_done()

@@ -56,12 +56,6 @@ MAX_INPUT_RESPONSES: Final = 64
 MAX_QUESTIONS: Final = 256
 #: Params that are not part of what a request asks (the digest leaves them out).
 _ROUND_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState", "task"})
-#: Which client capability each input request needs.
-CAPABILITY_OF: Final = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
 
 
 def default_secret() -> bytes:

@@ -19,6 +19,7 @@ the 2025-11-25 one; this module is the per-era strategy behind it:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 from typing import Any, Final, TypeVar, final
@@ -29,16 +30,21 @@ from ..._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     ConnectionClosed,
-    LocalUsageError,
     RemoteProtocolError,
     TaskCancelled,
     TaskFailed,
 )
-from .._messages import META_SERVER_INFO, CallToolResult, Task, TaskStatus, converter
-from .._session import ProgressCallback
+from .._features._base import PeerCore
+from .._messages import (
+    META_SERVER_INFO,
+    CallToolResult,
+    ProgressParams,
+    Task,
+    TaskStatus,
+    converter,
+)
+from .._session import ProgressCallback, call_progress
 from .._tasks import TaskHandle
-from ._base import PeerCore
-from ._modern_client import ModernClient
 
 log = logging.getLogger("trio_mcp.peer")
 R = TypeVar("R")
@@ -52,11 +58,6 @@ _RENAMED: Final = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
 _SNAPSHOT: Final = frozenset(
     {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"}
 )
-
-
-def not_modern(what: str) -> LocalUsageError:
-    """The error for a 2025-11-25 task method used on a 2026-07-28 connection."""
-    return LocalUsageError(f"not in 2026-07-28: {what}")
 
 
 def snapshot(raw: dict[str, Any]) -> Task:
@@ -95,10 +96,16 @@ class ModernTaskWire:
             the call at once); no request is sent for it.
     """
 
-    def __init__(self, peer: PeerCore, settled: Task | None = None) -> None:
+    def __init__(
+        self, peer: PeerCore, settled: Task | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
         self.peer = peer
         self.detail: dict[str, Any] = {}
         self.settled = settled
+        self.progress = progress
+        self._reports = 0
+        self._message: str | None = None
         self._asked: set[str] = set()
         self._answering: set[trio.CancelScope] = set()
         self._failure: BaseException | None = None
@@ -107,7 +114,22 @@ class ModernTaskWire:
         """Take a detailed task (a ``tasks/get`` answer): its snapshot; keep its detail."""
         task = snapshot(raw)
         self.detail = {k: raw[k] for k in _DETAIL if k in raw}
+        self._report(task)
         return task
+
+    def _report(self, task: Task) -> None:
+        """A live task's new ``statusMessage`` to the ``progress`` callback: the extension's
+        tasks carry no progress notifications, and a trio-mcp server writes the tool's
+        progress there (``ctx.report_progress``). ``progress`` counts the messages seen
+        (the numbers do not travel); ``total`` is None; the token is the task's id."""
+        message, self._message = self._message, task.status_message
+        if (self.progress is None or task.status_message is None
+                or task.status_message == message or task.status.is_terminal):
+            return
+        self._reports += 1
+        value = ProgressParams(task.task_id, self._reports, None, task.status_message)
+        with contextlib.suppress(ConnectionClosed):  # an async callback, the peer closing
+            call_progress(self.progress, value, self.peer.start_soon)
 
     async def get(self, task_id: str) -> Task:
         """``tasks/get`` (see :class:`TaskWire`); raises what answering a question raised."""
@@ -145,7 +167,7 @@ class ModernTaskWire:
         modern = self.peer.modern
         try:
             with scope:
-                if not isinstance(modern, ModernClient):
+                if modern is None:
                     raise RemoteProtocolError("the connection no longer speaks 2026-07-28")
                 responses = await modern.answer(requests, {})
                 await self.peer.request_raw(
@@ -201,7 +223,10 @@ def _now() -> str:
     return stamp.replace("+00:00", "Z")
 
 
-def modern_handle(peer: PeerCore, raw: dict[str, Any], result_type: type[R]) -> TaskHandle[R]:
+def modern_handle(
+    peer: PeerCore, raw: dict[str, Any], result_type: type[R],
+    progress: ProgressCallback | None = None,
+) -> TaskHandle[R]:
     """The handle for a 2026-07-28 answer: a task, or a result (a handle already completed).
 
     A plain result's handle has an empty ``task_id`` (no task exists on the
@@ -212,7 +237,7 @@ def modern_handle(peer: PeerCore, raw: dict[str, Any], result_type: type[R]) -> 
         RemoteProtocolError: A malformed task.
     """
     if raw.get("resultType") == "task":
-        wire = ModernTaskWire(peer)
+        wire = ModernTaskWire(peer, progress=progress)
         task = wire.adopt(raw)
         meta = raw.get("_meta")
         return TaskHandle(peer, task, result_type, meta if isinstance(meta, dict) else None,
@@ -267,7 +292,7 @@ async def call_and_follow(
             raise RemoteProtocolError(
                 "the answer to tools/call does not fit CallToolResult"
             ) from exc
-    wire = ModernTaskWire(peer)
+    wire = ModernTaskWire(peer, progress=progress)
     handle = TaskHandle(peer, wire.adopt(raw), CallToolResult, wire=wire)
     try:
         return await handle.result()

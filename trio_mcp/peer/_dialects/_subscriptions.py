@@ -24,9 +24,9 @@ import attrs
 import trio
 
 from ..._errors import INVALID_PARAMS, McpError
+from .._features._base import PeerCore
 from .._messages import META_SUBSCRIPTION_ID, Request, RequestId
 from .._tasks import TaskRecord
-from ._base import PeerCore
 from ._modern_tasks import detailed, require_tasks
 
 log = logging.getLogger("trio_mcp.peer")
@@ -136,7 +136,7 @@ async def listen(peer: PeerCore, req: Request) -> dict[str, Any]:
         is then never answered.
     """
     ack = read_filter(req.params or {})
-    task_ids = _own_tasks(peer, (req.params or {}).get("notifications") or {})
+    task_ids = _own_tasks(peer, req, (req.params or {}).get("notifications") or {})
     if task_ids is not None:
         ack["taskIds"] = sorted(task_ids)
     tag = {META_SUBSCRIPTION_ID: req.id}
@@ -172,7 +172,7 @@ async def listen(peer: PeerCore, req: Request) -> dict[str, Any]:
     return {"_meta": tag}
 
 
-def _own_tasks(peer: PeerCore, wanted: dict[str, Any]) -> set[str] | None:
+def _own_tasks(peer: PeerCore, req: Request, wanted: dict[str, Any]) -> set[str] | None:
     """The ``taskIds`` of the filter that are the requestor's live tasks; None if not asked.
 
     Raises:
@@ -180,7 +180,7 @@ def _own_tasks(peer: PeerCore, wanted: dict[str, Any]) -> set[str] | None:
     """
     if "taskIds" not in wanted:
         return None
-    require_tasks()
+    require_tasks(req)
     ids = wanted["taskIds"]
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise McpError(INVALID_PARAMS, "Invalid params: notifications.taskIds must be strings")
@@ -194,8 +194,3 @@ def _own_tasks(peer: PeerCore, wanted: dict[str, Any]) -> set[str] | None:
             continue  # unknown, expired or foreign: not agreed (indistinguishable)
         own.add(task_id)
     return own
-
-
-def offer_all(listeners: set[Any], method: str, params: dict[str, Any] | None = None) -> int:
-    """Offer a notification to every listener; returns how many queued it."""
-    return sum(1 for listener in list(listeners) if listener.offer(method, params))

@@ -16,26 +16,26 @@ from typing import final
 
 import trio
 
-from ..._util import interrupt_wins, unwrap_group
-from .._messages import MODERN_PROTOCOL_VERSION, Implementation
-from .._session import MessageBus
+from .._util import interrupt_wins, unwrap_group
 from ._app import App
-from ._base import ANONYMOUS_CONTEXT, Role
-from ._catalog import FEATURES, install_features
-from ._client import ClientFeatures
-from ._completion import Completions
-from ._elicitation import UrlElicitation
-from ._lifecycle import Lifecycle
-from ._list_changes import ListChanges
-from ._logging import Logging
-from ._modern import become_modern
-from ._modern_client import choose_client_era
-from ._prompts import Prompts
-from ._resources import Resources
-from ._roots import Roots
-from ._task_receiver import TaskReceiver
-from ._task_requestor import TaskRequestor
-from ._tools import Tools
+from ._dialects._modern import become_modern, offer_both_eras
+from ._dialects._modern_client import choose_client_era
+from ._features._base import ANONYMOUS_CONTEXT, Role
+from ._features._catalog import FEATURES, install_features
+from ._features._client import ClientFeatures
+from ._features._completion import Completions
+from ._features._elicitation import UrlElicitation
+from ._features._lifecycle import Lifecycle
+from ._features._list_changes import ListChanges
+from ._features._logging import Logging
+from ._features._prompts import Prompts
+from ._features._resources import Resources
+from ._features._roots import Roots
+from ._features._task_receiver import TaskReceiver
+from ._features._task_requestor import TaskRequestor
+from ._features._tools import Tools
+from ._messages import MODERN_PROTOCOL_VERSION, Implementation
+from ._session import MessageBus
 
 
 @final
@@ -86,6 +86,8 @@ class Peer(
         super().__init__(app, bus, role, client_info=client_info)
         self.era = era
         install_features(self)
+        if role is Role.SERVER:
+            offer_both_eras(self)  # the first request chooses (or the transport did)
         if role is Role.SERVER and era == MODERN_PROTOCOL_VERSION:
             if bus.context is None:
                 # A stateless request (Streamable HTTP) has no connection to bind

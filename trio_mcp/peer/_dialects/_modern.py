@@ -7,9 +7,9 @@ and its outcome becomes a modern answer:
 * ``_era.read_request_meta`` checks the request's ``_meta`` (``-32602`` for a
   missing ``protocolVersion`` or ``clientCapabilities``, ``-32022`` for a
   version this side does not speak) into a ``ModernRequest``, which is
-  current (``_era.current_request``) while the handler runs: what
-  ``RequestContext`` and the logging feature read instead of the
-  connection's handshake;
+  the current :class:`~trio_mcp.peer._features._dialect.Dialect` while the
+  handler runs: what ``RequestContext``, the logging feature and task
+  creation read and ask instead of the connection's handshake;
 * :func:`become_modern` replaces a connection's handler tables by wrapped
   ones: only the methods the revision has, each answered with
   ``resultType``, ``serverInfo`` and, for cacheable results, ``ttlMs`` and
@@ -34,6 +34,8 @@ from ..._errors import (
     INVALID_PARAMS,
     McpError,
 )
+from .._features._base import PeerCore
+from .._features._dialect import current_dialect
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
     META_SERVER_INFO,
@@ -44,11 +46,9 @@ from .._messages import (
     wire_object,
 )
 from .._session import ImmediateHandler, Reply, RequestHandler
-from ._base import PeerCore
 from ._era import (
     ModernRequest,
     RoundState,
-    current_request,
     is_modern_shaped,
     read_request_meta,
     unsupported_version,
@@ -251,7 +251,7 @@ async def _complete(
     prelude: bool,
 ) -> Any:
     """Finish a handler that must wait, with its modern request current."""
-    token = current_request.set(modern)
+    token = current_dialect.set(modern)
     try:
         if inspect.isawaitable(out):
             out = await out
@@ -263,7 +263,7 @@ async def _complete(
     except McpError as exc:
         raise _legacy_code(exc) from None
     finally:
-        current_request.reset(token)
+        current_dialect.reset(token)
     return _finish(peer, method, out)
 
 
@@ -279,16 +279,16 @@ def wrap(
 
     def call(req: Request) -> Any:
         modern, params, prelude = _begin(peer, method, req)
-        token = current_request.set(modern)
+        token = current_dialect.set(modern)
         try:
-            out = handler(Request(req.id, req.method, params))
+            out = handler(Request(req.id, req.method, params, dialect=modern))
         except InputRequired as need:
             assert modern.round is not None
             return input_required_result(peer, method, params, modern.round, need)
         except McpError as exc:
             raise _legacy_code(exc) from None
         finally:
-            current_request.reset(token)
+            current_dialect.reset(token)
         if inspect.isawaitable(out) or (
             prelude and isinstance(out, Reply) and "task" in out.result
         ):
@@ -361,6 +361,18 @@ def become_modern(peer: PeerCore) -> None:
     session.admit = None
     session.route = None
     peer.protocol_version = MODERN_PROTOCOL_VERSION
+
+
+def offer_both_eras(peer: PeerCore) -> None:
+    """Make a server connection's first request choose its era.
+
+    Installs :func:`choose_era` as the session's ``route`` and :func:`discover`
+    as the ``server/discover`` handler (answered in either state). Called by
+    :class:`~trio_mcp.Peer` for every server connection, after the features
+    installed their handlers.
+    """
+    peer.session.route = partial(choose_era, peer)
+    peer.session.request_handlers["server/discover"] = partial(discover, peer)
 
 
 def choose_era(peer: PeerCore, req: Request) -> ErrorData | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 import trio
 
@@ -41,6 +41,7 @@ from ..._errors import (
     RemoteProtocolError,
     UnsupportedProtocolVersion,
 )
+from .._features._base import PeerCore
 from .._messages import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -49,18 +50,22 @@ from .._messages import (
     META_SERVER_INFO,
     MODERN_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
+    CallToolResult,
     Implementation,
     Request,
     ServerCapabilities,
+    Task,
     converter,
     to_wire,
     wire_object,
 )
 from .._session import ProgressCallback
-from ._base import PeerCore
+from .._tasks import TaskHandle
+from ._modern_requestor import call_and_follow, get_detailed, modern_handle, reattach
 from ._modern_tasks import TASKS_EXTENSION
 
 log = logging.getLogger("trio_mcp.peer")
+R = TypeVar("R")
 
 #: The eras a client may ask for.
 ERAS: Final = ("auto", "2025-11-25", MODERN_PROTOCOL_VERSION)
@@ -75,6 +80,9 @@ _MODERN_ERRORS: Final = {
     MISSING_CLIENT_CAPABILITY: MissingClientCapability,
     UNSUPPORTED_PROTOCOL_VERSION: UnsupportedProtocolVersion,
 }
+#: Client capability -> the App decorator that declares it (by registering a handler).
+_HANDLERS: Final = {"sampling": "on_sampling", "elicitation": "on_elicitation",
+                    "roots": "on_roots"}
 #: Requests whose answer may be a task (the tasks extension: ``resultType: "task"``).
 TASK_RESULT_METHODS: Final = frozenset({"tools/call"})
 #: Answered by the client's own handlers when a server asks for input.
@@ -86,7 +94,15 @@ def typed_error(exc: RemoteError) -> RemoteError:
     kind = _MODERN_ERRORS.get(exc.code)
     if kind is None or isinstance(exc, kind):
         return exc
-    return kind(exc.code, exc.message, exc.data)
+    typed = kind(exc.code, exc.message, exc.data)
+    if isinstance(typed, MissingClientCapability):
+        # The server speaks of capabilities; a Python caller needs the handler
+        # that declares one (as 2025-11-25's message says).
+        handlers = [f"@app.{_HANDLERS[c]}" for c in typed.required if c in _HANDLERS]
+        if handlers:
+            typed = kind(exc.code, f"{exc.message}; this client declares it when its App "
+                                   f"registers {' and '.join(handlers)}", exc.data)
+    return typed
 
 
 def is_modern_error(exc: RemoteError) -> bool:
@@ -277,6 +293,27 @@ class ModernClient:
                 result if isinstance(result, dict) else wire_object(result)
             )
         return responses
+
+    def task_handle(
+        self, raw: dict[str, Any], result_type: type[R], progress: ProgressCallback | None = None
+    ) -> TaskHandle[R]:
+        """The handle for the answer to a call (see :func:`._modern_requestor.modern_handle`)."""
+        return modern_handle(self.peer, raw, result_type, progress)
+
+    def reattach(self, task_id: str, result_type: type[R]) -> TaskHandle[R]:
+        """A handle on a task known only by id."""
+        return reattach(self.peer, task_id, result_type)
+
+    async def get_detailed(self, task_id: str) -> tuple[Task, dict[str, Any]]:
+        """One ``tasks/get``: the snapshot and its detail."""
+        return await get_detailed(self.peer, task_id)
+
+    async def call_tool(
+        self, params: dict[str, Any], progress: ProgressCallback | None
+    ) -> CallToolResult:
+        """``tools/call``, following the task the server may make of it (see
+        :func:`._modern_requestor.call_and_follow`)."""
+        return await call_and_follow(self.peer, params, progress)
 
 
 def adopt_discover(peer: PeerCore, result: dict[str, Any]) -> None:

@@ -34,14 +34,14 @@ from ..._errors import (
     MISSING_CLIENT_CAPABILITY,
     McpError,
 )
+from .._features._base import PeerCore
+from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from .._tasks._shared import InputAnswer
-from ._base import PeerCore
-from ._era import ModernRequest, current_request
+from ._era import ModernRequest
 from ._mrtr import InputRequired
-from ._scopes import check_task_scopes
 
 #: The extension's identifier.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -65,10 +65,10 @@ def missing_extension() -> McpError:
     )
 
 
-def require_tasks() -> ModernRequest:
-    """The current modern request, which must declare the extension (else -32021)."""
-    modern = current_request.get()
-    if modern is None or not declares_tasks(modern):
+def require_tasks(req: Request) -> ModernRequest:
+    """``req``'s modern fields, which must declare the extension (else -32021)."""
+    modern = req.dialect
+    if not isinstance(modern, ModernRequest) or not declares_tasks(modern):
         raise missing_extension()
     return modern
 
@@ -107,14 +107,14 @@ class Prelude:
     """A task's work running in its request until it starts the task (``task_prelude``).
 
     Attributes:
-        capabilities: The request's client capabilities (for the task's questions).
+        dialect: The request's (its questions, then the task's: ``task_questions``).
         outcome: ``"started"`` (``ctx.start_task()``), ``"input_required"``
             (a question the request did not answer) or ``"done"`` (the work
             ended first); None until then.
         need: The unanswered questions, for ``"input_required"``.
     """
 
-    capabilities: Any
+    dialect: ModernRequest
     outcome: str | None = None
     need: InputRequired | None = None
     settled: trio.Event = attrs.field(factory=trio.Event)
@@ -161,7 +161,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     actor = registry.running_actor(task_id)
     if actor is None:
         return created
-    prelude = actor.prelude = Prelude(modern.client_capabilities)
+    prelude = actor.prelude = Prelude(modern)
     actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
     actor.wrap_work(_in_prelude(prelude))
     actor.launch()  # in this context: the prelude's questions are the request's
@@ -270,7 +270,7 @@ async def _record(peer: PeerCore, task_id: str) -> TaskRecord:
 
 async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
-    require_tasks()
+    require_tasks(req)
     record = await _record(peer, _task_id(req))
     return detailed(record, peer.app.registry, await _queued(peer, record))
 
@@ -289,7 +289,7 @@ async def _queued(peer: PeerCore, record: TaskRecord) -> dict[str, dict[str, Any
 
 async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/update``: deliver ``inputResponses`` to the task's outstanding questions; ack."""
-    require_tasks()
+    require_tasks(req)
     task_id = _task_id(req)
     responses = (req.params or {}).get("inputResponses")
     if not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values()):
@@ -311,7 +311,7 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
 
 async def tasks_cancel(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/cancel``: cancel the task's actor (wherever it runs); ack, also when terminal."""
-    require_tasks()
+    require_tasks(req)
     task_id = _task_id(req)
     record = await _record(peer, task_id)
     if not record.status.is_terminal:

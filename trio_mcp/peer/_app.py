@@ -9,11 +9,22 @@ connect (as an MCP client); the role of each connection only decides who sends
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, Final, TypeVar, overload
 
 import attrs
 
-from .._messages import (
+from ._dialects._modern import CacheHint
+from ._dialects._mrtr import StateCodec, default_secret
+from ._features._app_client import ClientHandlers, RootsHandler
+from ._features._app_server import Completer, ServerOffers
+from ._features._base import ChangeListener, PeerCore
+from ._features._callbacks import Callbacks
+from ._features._catalog import declared_client_capabilities, declared_server_capabilities
+from ._features._context import RequestContext
+from ._features._promptspec import PromptSpec
+from ._features._resourcespec import ResourceSpec, TemplateSpec
+from ._features._scopes import scope_set
+from ._messages import (
     ClientCapabilities,
     CreateMessageParams,
     CreateMessageResult,
@@ -26,24 +37,16 @@ from .._messages import (
     converter,
     to_wire,
 )
-from .._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
-from .._tasks import TaskLimits, TaskRegistry, TaskStore
-from ._app_client import ClientHandlers, RootsHandler
-from ._app_server import Completer, ServerOffers
-from ._base import PeerCore
-from ._callbacks import Callbacks
-from ._catalog import declared_client_capabilities, declared_server_capabilities
-from ._context import RequestContext
-from ._modern import CacheHint
-from ._mrtr import StateCodec, default_secret
-from ._promptspec import PromptSpec
-from ._resourcespec import ResourceSpec, TemplateSpec
-from ._scopes import scope_set
-from ._subscriptions import Listener
+from ._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
+from ._tasks import TaskLimits, TaskRegistry, TaskStore
 
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
 ElicitationHandler = Callable[[RequestContext, ElicitParams], Awaitable[ElicitResult]]
+
+
+#: What :meth:`App.require_scopes` sets rules for (its ``kind``).
+SCOPE_KINDS: Final = ("tool", "resource", "template", "prompt")
 
 
 @attrs.define(eq=False)
@@ -124,7 +127,7 @@ class App(ServerOffers, ClientHandlers):
     connections: set[PeerCore] = attrs.field(factory=set, init=False, repr=False)
     registry: TaskRegistry = attrs.field(init=False)
     #: The open ``subscriptions/listen`` requests (2026-07-28) of every connection.
-    listeners: set[Listener] = attrs.field(factory=set, init=False, repr=False)
+    listeners: set[ChangeListener] = attrs.field(factory=set, init=False, repr=False)
     #: Signs and checks ``requestState`` (from :attr:`request_state_secret`).
     state_codec: StateCodec = attrs.field(init=False, repr=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)
@@ -266,16 +269,18 @@ class App(ServerOffers, ClientHandlers):
         return register
 
     def require_scopes(self, kind: str, name: str, scopes: Iterable[str] | None) -> None:
-        """Set the scopes a ``tool``, ``resource``, ``template`` or ``prompt`` needs.
+        """Set the scopes (all of them needed) of a tool, resource, template or prompt.
 
-        The decorators' ``scopes=`` call it; call it yourself to change them
-        later (an empty set removes the rule).
+        ``kind`` and ``name``: ``"tool"`` and its name, ``"resource"`` and its URI,
+        ``"template"`` and its URI template (also for the URIs it matches), ``"prompt"``
+        and its name. The decorators' ``scopes=`` call it; ``None`` or empty ``scopes``
+        remove the rule. (``tasks/*`` have the App's ``task_scopes``.)
 
         Raises:
             ValueError: An unknown kind, or a malformed scope.
         """
-        if kind not in ("tool", "resource", "template", "prompt"):
-            raise ValueError(f"unknown kind {kind!r}")
+        if kind not in SCOPE_KINDS:
+            raise ValueError(f"unknown kind {kind!r}: one of {', '.join(map(repr, SCOPE_KINDS))}")
         required = scope_set(scopes)
         if required:
             self.scope_rules[(kind, name)] = required

@@ -1,22 +1,23 @@
-"""The current modern (2026-07-28) request: its protocol fields and MRTR answers.
+"""A modern (2026-07-28) request's protocol fields and MRTR answers: :class:`ModernRequest`.
 
-Set by the dialect (``_modern.wrap``) while a modern request's handler runs,
-read by whatever behaves differently per era (``RequestContext``, logging,
-task creation). Its own module so that every feature may read it without
-importing the dialect.
+Read from the request's ``_meta`` (:func:`read_request_meta`) and made the
+current :class:`~trio_mcp.peer._features._dialect.Dialect` by ``_modern.wrap``
+while the request's handler runs: what the features read instead of the
+connection's handshake (capabilities, log level) and ask (questions, a
+task's questions).
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 import attrs
 
 from ..._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, McpError
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
+    CAPABILITY_OF,
     LOGGING_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -29,7 +30,10 @@ from .._messages import (
     Request,
     converter,
 )
-from ._mrtr import CAPABILITY_OF, MAX_QUESTIONS, InputRequired, missing_capability
+from .._tasks import PulledInputs
+from ._mrtr import MAX_QUESTIONS, InputRequired, missing_capability
+
+T = TypeVar("T")
 
 
 @final
@@ -95,13 +99,54 @@ class ModernRequest:
             state.used[key] = found
         return key, found
 
+    # --- the features' Dialect (trio_mcp.peer._features._dialect) ---------------------
 
-#: The modern request being handled in this context, if any.
-current_request: contextvars.ContextVar[ModernRequest | None] = contextvars.ContextVar(
-    "trio_mcp_modern_request", default=None
-)
+    def ask(self, method: str, params: dict[str, Any], result_type: type[T], key: str | None) -> T:
+        """Answer one question of a modern handler from the recorded answers, or stop it.
 
+        Raises:
+            InputRequired: The question has no answer yet.
+            McpError: -32021 for an undeclared capability; -32602 when the
+                recorded answer does not fit ``result_type``.
+        """
+        key, found = self.answer(method, params, key)
+        if found is None:
+            raise InputRequired({key: {"method": method, "params": params}})
+        answer: T = structure_answer(key, found, result_type)
+        return answer
 
+    def ask_many(
+        self, questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]
+    ) -> dict[str, Any]:
+        """Answer several questions at once; all unanswered ones go out in one round.
+
+        Raises:
+            InputRequired: Some question has no answer yet (all of those are asked).
+        """
+        missing: dict[str, dict[str, Any]] = {}
+        results: dict[str, Any] = {}
+        for key, (method, params, result_type) in questions.items():
+            key, found = self.answer(method, params, key)
+            if found is None:
+                missing[key] = {"method": method, "params": params}
+            else:
+                results[key] = structure_answer(key, found, result_type)
+        if missing:
+            raise InputRequired(missing)
+        return results
+
+    def task_questions(self) -> PulledInputs:
+        """A task's questions in this era: shown by ``tasks/get``, answered by ``tasks/update``."""
+        return PulledInputs(self)
+
+    def check_question(self, method: str, params: dict[str, Any]) -> None:
+        """-32021 unless the request's capabilities let the server ask ``method``."""
+        check_declared(self.client_capabilities, method, params)
+
+    def structure_answer(self, key: str, found: Any, result_type: type[T]) -> T:
+        """``found`` as ``result_type``, or -32602 naming the input response."""
+        answer: T = structure_answer(key, found, result_type)
+        return answer
 
 
 def declared(caps: ClientCapabilities, capability: str) -> bool:
@@ -123,42 +168,6 @@ def check_declared(caps: ClientCapabilities, method: str, params: dict[str, Any]
     mode = params.get("mode", "form")
     if method == "elicitation/create" and modes and mode not in modes:
         raise missing_capability("elicitation", {mode: {}})
-
-
-def ask(method: str, params: dict[str, Any], result_type: type[Any], key: str | None) -> Any:
-    """Answer one question of a modern handler from the recorded answers, or stop it.
-
-    Raises:
-        InputRequired: The question has no answer yet.
-        McpError: -32602 when the recorded answer does not fit ``result_type``.
-    """
-    modern = current_request.get()
-    assert modern is not None
-    key, found = modern.answer(method, params, key)
-    if found is None:
-        raise InputRequired({key: {"method": method, "params": params}})
-    return structure_answer(key, found, result_type)
-
-
-def ask_many(questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]) -> dict[str, Any]:
-    """Answer several questions at once; all unanswered ones go out in one round.
-
-    Raises:
-        InputRequired: Some question has no answer yet (all of those are asked).
-    """
-    modern = current_request.get()
-    assert modern is not None
-    missing: dict[str, dict[str, Any]] = {}
-    results: dict[str, Any] = {}
-    for key, (method, params, result_type) in questions.items():
-        key, found = modern.answer(method, params, key)
-        if found is None:
-            missing[key] = {"method": method, "params": params}
-        else:
-            results[key] = structure_answer(key, found, result_type)
-    if missing:
-        raise InputRequired(missing)
-    return results
 
 
 def structure_answer(key: str, found: Any, result_type: type[Any]) -> Any:
@@ -361,5 +370,3 @@ def unsupported_version(requested: str) -> McpError:
         {"supported": list(ALL_PROTOCOL_VERSIONS), "requested": requested},
     )
 
-
-# --- answering ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Shared fixtures: the transport parameter and the schema recorder."""
+"""Shared fixtures: the transport parameter, and the schema check of every test's messages."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .postgres_server import (
     postgres_url,
 )
 from .redis_server import redis_available, redis_server, redis_url
+from .wire_schema import check_sent
 
 __all__ = [  # fixtures for every test module
     "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
@@ -30,8 +31,9 @@ __all__ = [  # fixtures for every test module
 collect_ignore = [] if LLHTTP else ["test_http11.py", "test_http11_fuzz.py",
                                     "test_http11_units.py"]
 
-#: Every message a trio_mcp peer sent or received during this test session,
-#: as (direction, json, method); validated by tests/test_schema.py.
+#: Every message a trio_mcp peer sent or received during the running test, as
+#: (direction, json, method); what was sent is checked against the official schema of its
+#: era when the test ends (``schema_check``).
 RECORDED: list[tuple[str, dict[str, Any], str | None]] = []
 
 
@@ -41,13 +43,38 @@ def _record(direction: str, wire: dict[str, Any], method: str | None) -> None:
 
 
 @pytest.fixture(autouse=True)
-def record_messages() -> Iterator[None]:
-    """Record every message of every test, for the schema check."""
+def schema_check() -> Iterator[None]:
+    """When the test ends, every message its in-process peers sent (``RECORDED``) must
+    validate against the official schema of its era (``tests/wire_schema.py``); a violation
+    fails the test at teardown. Each test is checked on its own: no order, any worker."""
+    RECORDED.clear()
+    try:
+        yield
+        check_sent(RECORDED)
+    finally:
+        RECORDED.clear()
+
+
+@pytest.fixture(autouse=True)
+def record_messages(schema_check: None) -> Iterator[None]:
+    """Record every message of the test, for ``schema_check``."""
     _outbound.message_observers.append(_record)
     try:
         yield
     finally:
         _outbound.message_observers.remove(_record)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (load runs, large fuzz budgets, the benchmark smoke runs) are
+    skipped unless the ``-m`` expression names them: ``python -m pytest -q -m slow`` runs
+    them (``.ci/run`` does, after the README's test command)."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow (.ci/run does)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(params=HTTP_SERVERS)

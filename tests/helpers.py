@@ -30,7 +30,15 @@ import trio_mcp
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TASK_SERVER = EXAMPLES / "task_server.py"
-SCHEMA_PATH = ROOT.parent / "shared" / "spec" / "schema-2025-11-25.json"
+#: The official JSON Schemas the tests validate against, copied into the repository
+#: (``spec/README.md`` names their source commits and licences).
+SPEC = ROOT / "spec"
+#: MCP 2025-11-25.
+SCHEMA_PATH = SPEC / "schema-2025-11-25.json"
+#: MCP 2026-07-28 (the tasks extension is not in it).
+SCHEMA_2026_PATH = SPEC / "schema-2026-07-28.json"
+#: The tasks extension ``io.modelcontextprotocol/tasks`` (ext-tasks at e434597).
+SCHEMA_EXT_TASKS_PATH = SPEC / "schema-ext-tasks-draft.json"
 TRANSPORTS = ("memory", "stdio", "ws", "http")
 #: ``httptools`` (the ``fast`` extra) is installed: serve_http's llhttp server can run.
 LLHTTP = importlib.util.find_spec("httptools") is not None

@@ -27,6 +27,10 @@ from trio_mcp.transports._sse import SSEParser
 
 from .helpers import TASK_SERVER, example_app
 
+#: Seconds a raw peer waits for the server's next message before the test fails: room for a
+#: server subprocess to start on a loaded machine (4 test workers on 2 busy cores took
+#: over 10 s); a test that passes never waits for it.
+READ_TIMEOUT = 30.0
 INIT = {
     "jsonrpc": "2.0",
     "id": "init",
@@ -56,14 +60,16 @@ class RawConnection:
         """Send one JSON value as one message."""
         await self.send_line(json.dumps(obj).encode())
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
-        """The next message from the server."""
+    async def recv(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
+        """The next message from the server (``timeout`` bounds a failure, not a pass)."""
         with trio.fail_after(timeout):
             msg = await self._receive()
         self.received.append(msg)
         return msg
 
-    async def recv_response(self, request_id: Any, timeout: float = 10) -> dict[str, Any]:
+    async def recv_response(
+        self, request_id: Any, timeout: float = READ_TIMEOUT
+    ) -> dict[str, Any]:
         """Skip notifications and other traffic until the answer to ``request_id``."""
         while True:
             msg = await self.recv(timeout)

@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+#: Each runs a benchmark harness end to end (peers included): minutes of CPU together, so
+#: they run under ``-m slow`` (``.ci/run`` runs it), not in the README's test command.
+pytestmark = pytest.mark.slow
 
 
 def test_bench_quick_prints_the_table() -> None:

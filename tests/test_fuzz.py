@@ -76,7 +76,7 @@ def budget(default: int, scale: float = 1.0) -> settings:
 
 
 @pytest.fixture(autouse=True)
-def record_messages() -> Any:
+def record_messages(schema_check: None) -> Any:
     """Record what the peers here *send*, for the schema check; skip what they
     receive (the fuzz input) and anything too big to be worth keeping."""
 

@@ -99,6 +99,49 @@ async def test_http_json_response_option_answers_every_request_with_json() -> No
         assert response.json()["result"]["content"][0]["text"] == "hi"
 
 
+async def _raw_exchange(stream: trio.SocketStream, request: bytes) -> bytes:
+    """Send one HTTP/1.1 request on ``stream``; its whole response (by Content-Length or
+    to the last chunk), or what arrived before the server closed the connection."""
+    await stream.send_all(request)
+    data = b""
+    while not _complete(data):
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _complete(response: bytes) -> bool:
+    head, blank, body = response.partition(b"\r\n\r\n")
+    if not blank:
+        return False
+    for line in head.lower().split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":", 1)[1])
+    return body.endswith(b"0\r\n\r\n")  # chunked: the last chunk
+
+
+async def test_http_keeps_an_idle_connection_longer_than_httpx_reuses_one() -> None:
+    """An idle keep-alive connection outlives the time clients keep one for reuse (httpx,
+    and so the Python SDK: ``keepalive_expiry``, 5 s). Were it the same (hypercorn's
+    default, 5 s), a request sent on a connection idle for about that long would cross
+    the server's close and fail with "connection reset"; here, a request after one
+    second more than httpx would wait is still answered on the same connection."""
+    async with serving() as (url, _):
+        netloc = httpx.URL(url).netloc.decode()
+        host, port = httpx.URL(url).host, httpx.URL(url).port
+        assert port is not None
+        request = f"GET /.well-known/nothing HTTP/1.1\r\nHost: {netloc}\r\n\r\n".encode()
+        async with await trio.open_tcp_stream(host, port) as stream:
+            assert (await _raw_exchange(stream, request)).startswith(b"HTTP/1.1 404 ")
+            idle = httpx.Limits().keepalive_expiry
+            assert idle is not None
+            await trio.sleep(idle + 1)
+            again = await _raw_exchange(stream, request)
+            assert again.startswith(b"HTTP/1.1 404 "), again
+
+
 # --- refusals ----------------------------------------------------------------------------------
 
 

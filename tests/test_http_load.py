@@ -43,7 +43,7 @@ TASKS_PER_CLIENT = 10
 IN_FLIGHT = 5
 ASK_EVERY = 4
 TOKENS = {f"load-token-{k}": f"identity-{k}" for k in range(IDENTITIES)}
-#: Messages of this test kept for the session's schema check (tests/test_zz_schema.py):
+#: Messages of this test kept for the schema check at its end (tests/wire_schema.py):
 #: a sample, not the ~15,000 of the run.
 RECORD_AT_MOST = 400
 
@@ -53,8 +53,8 @@ def token_of(client: int) -> str:
 
 
 @pytest.fixture(autouse=True)
-def record_messages() -> Iterator[None]:
-    """Like the session's recorder, but keeping only the first messages."""
+def record_messages(schema_check: None) -> Iterator[None]:
+    """Like the recorder of conftest.py, but keeping only the first messages."""
 
     def record(direction: str, wire: dict[str, Any], method: str | None) -> None:
         if len(kept) < RECORD_AT_MOST:
@@ -157,6 +157,7 @@ async def run_client(url: str, client: int, ledger: Ledger) -> None:
 
 # When a client fails, the others are cancelled mid-stream and httpx leaves its response
 # generators to the garbage collector: keep those warnings out of the failure's report.
+@pytest.mark.slow
 @pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
 async def test_http_load_50_clients_with_tasks_lose_nothing() -> None:

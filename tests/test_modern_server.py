@@ -11,7 +11,7 @@ stateless.ts, caching.ts); the same tools also serve a 2025-11-25 session,
 where their questions are real server-to-client requests (pinned at the end).
 
 Every message the server sends in the modern era is validated against the
-official schema ``../shared/spec/schema-2026-07-28.json`` (draft 2020-12): the
+official schema ``spec/schema-2026-07-28.json`` (draft 2020-12): the
 JSON-RPC envelope, then the method's own result, error or notification
 definition. (The in-process schema recorder of ``conftest.py`` never sees these
 messages: they cross a pipe.)
@@ -33,13 +33,13 @@ import jsonschema
 import pytest
 import trio
 
-from .helpers import EXAMPLES, ROOT
-from .raw import _StdioRaw, stdio_server
+from .helpers import EXAMPLES, SCHEMA_2026_PATH, SCHEMA_EXT_TASKS_PATH
+from .raw import READ_TIMEOUT, _StdioRaw, stdio_server
 
 EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
-SCHEMA_2026 = ROOT.parent / "shared" / "spec" / "schema-2026-07-28.json"
+SCHEMA_2026 = SCHEMA_2026_PATH
 #: The tasks extension's own schema (its messages are not in the core one).
-SCHEMA_TASKS = ROOT.parent / "shared" / "spec" / "schema-ext-tasks-draft.json"
+SCHEMA_TASKS = SCHEMA_EXT_TASKS_PATH
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -235,7 +235,7 @@ class Server:
                 self.modern = False  # this connection is a 2025-11-25 session
         await self.raw.send(msg)
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+    async def recv(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
         msg = await self.raw.recv(timeout)
         if self.modern:
             validate_modern(msg, self.methods.get(msg.get("id")))

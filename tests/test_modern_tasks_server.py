@@ -5,10 +5,11 @@ stdio and speaks raw JSON-RPC to it, with the tools the official conformance
 suite's ``tasks-*`` scenarios call (``greet``, ``slow_compute``,
 ``failing_job``, ``protocol_error_job``, ``confirm_delete``, ``multi_input``,
 ``test_tool_with_task``) and ``confirm_twice``. Each test pins MUSTs of the extension's specification
-(``../shared/spec/ext-tasks-draft.md``, quoted as "ext-tasks §Section: ...") and
+(repository ``modelcontextprotocol/ext-tasks``, ``specification/draft/tasks.md`` at
+``e434597``, quoted as "ext-tasks §Section: ...") and
 every message of the extension (``CreateTaskResult``, ``tasks/get``,
 ``tasks/update`` and ``tasks/cancel`` and their results, ``inputRequests``) is
-validated against its schema (``../shared/spec/schema-ext-tasks-draft.json``);
+validated against its schema (``spec/schema-ext-tasks-draft.json``);
 every other 2026-07-28 message against the core schema (as in
 ``test_modern_server.py``). The same tools are then driven as 2025-11-25 tasks
 (``task: {ttl}``, ``tasks/get|result|list|cancel``).
@@ -26,7 +27,8 @@ import jsonschema
 import pytest
 import trio
 
-from .helpers import ROOT
+from .helpers import SCHEMA_EXT_TASKS_PATH
+from .raw import READ_TIMEOUT
 from .test_modern_server import (
     ALL_CAPS,
     LEGACY,
@@ -41,7 +43,7 @@ from .test_modern_server import (
     validate_modern,
 )
 
-SCHEMA_EXT_TASKS = ROOT.parent / "shared" / "spec" / "schema-ext-tasks-draft.json"
+SCHEMA_EXT_TASKS = SCHEMA_EXT_TASKS_PATH
 TASKS = "io.modelcontextprotocol/tasks"
 RELATED = "io.modelcontextprotocol/related-task"
 #: A request's capabilities declaring the extension (and the three client capabilities).
@@ -119,7 +121,7 @@ class TasksServer(Server):
             ext_conforms(TASK_METHODS[method][0], msg)
         await super().send(msg)
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+    async def recv(self, timeout: float = READ_TIMEOUT) -> dict[str, Any]:
         msg = await self.raw.recv(timeout)
         if self.modern:
             validate_tasks(msg, self.methods.get(msg.get("id")))

@@ -301,7 +301,7 @@ LEAKS = ("Traceback", 'File "', "site-packages", ".py", str(ROOT), "/home/", "/r
 
 @contextmanager
 def unrecorded() -> Iterator[None]:
-    """Keep requests sent invalid on purpose out of the session's schema check."""
+    """Keep requests sent invalid on purpose out of the schema check (conftest.schema_check)."""
     _outbound.message_observers.remove(_record)
     try:
         yield

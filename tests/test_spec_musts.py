@@ -2,8 +2,7 @@
 quoted next to the assertion that pins it.
 
 Source: docs/specification/2025-11-25/basic/utilities/tasks.mdx in
-modelcontextprotocol/modelcontextprotocol (and its translation in
-../shared/seeds/000_*.txt). Quotes are short excerpts of the normative
+modelcontextprotocol/modelcontextprotocol. Quotes are short excerpts of the normative
 sentences. Streamable-HTTP-only notes do not apply to stdio/WebSocket.
 """
 

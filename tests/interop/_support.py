@@ -20,12 +20,15 @@ All are installed on first use by the session fixtures in ``conftest.py`` (and b
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -71,6 +74,23 @@ RUN_TIMEOUT = 90
 # --- installing ------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def install_lock(target: Path) -> Iterator[None]:
+    """Hold the machine-wide lock of installing into ``target`` for the block.
+
+    Each pytest-xdist worker prepares the peers it needs; the first one installs while the
+    others wait, then find them installed. The lock file is in the temporary folder, named
+    by ``target``'s real path (so checkouts sharing a venv by a symlink share its lock).
+    """
+    key = hashlib.sha256(str(target.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"trio-mcp-install-{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def node_executable() -> str | None:
     """The ``node`` on PATH, or None."""
     return shutil.which("node")
@@ -104,16 +124,18 @@ def ensure_node_modules() -> dict[str, str]:
         The installed version of each pinned package.
     """
     pinned = pinned_node_versions()
-    if any(_installed_version(name) != version for name, version in pinned.items()):
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RuntimeError("node is installed but npm is not: cannot install tests/interop/node")
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
-            text=True, timeout=600, check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"npm ci failed in {NODE_DIR}:\n{done.stdout}\n{done.stderr}")
+    with install_lock(NODE_DIR / "node_modules"):
+        if any(_installed_version(name) != version for name, version in pinned.items()):
+            npm = shutil.which("npm")
+            if npm is None:
+                raise RuntimeError(
+                    "node is installed but npm is not: cannot install tests/interop/node")
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
+                text=True, timeout=600, check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"npm ci failed in {NODE_DIR}:\n{done.stdout}\n{done.stderr}")
     installed = {name: _installed_version(name) for name in pinned}
     assert installed == pinned, f"npm ci installed {installed}, expected {pinned}"
     return pinned
@@ -143,19 +165,20 @@ def _ensure_venv(venv: Path, requirements: Path, distribution: str, version: str
         Its interpreter.
     """
     python = _venv_python(venv)
-    if _venv_ready(python, distribution, version):
+    with install_lock(venv):
+        if _venv_ready(python, distribution, version):
+            return python
+        for argv in (
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
+             "-r", str(requirements)],
+        ):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
+        if not _venv_ready(python, distribution, version):
+            raise RuntimeError(f"{venv} has no {distribution} {version} after installing it")
         return python
-    for argv in (
-        [sys.executable, "-m", "venv", "--clear", str(venv)],
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
-         "-r", str(requirements)],
-    ):
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
-    if not _venv_ready(python, distribution, version):
-        raise RuntimeError(f"{venv} has no {distribution} {version} after installing it")
-    return python
 
 
 def mcp130_python() -> Path:
@@ -213,20 +236,34 @@ def run_report(argv: Sequence[str], *, cwd: Path | None = None) -> dict[str, Any
     """Run a scripted peer and return the JSON report it prints on stdout.
 
     Raises:
-        AssertionError: The script failed; its stderr is in the message.
+        AssertionError: The script failed: the message has why, its stdout (where our scripts
+            print ``{"fatal": traceback}``) and its stderr.
     """
     done = subprocess.run(
         list(argv), cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
     )
     if done.returncode != 0:
         raise AssertionError(
-            f"{' '.join(argv)} exited with {done.returncode}\n--- stderr ---\n{done.stderr[-8000:]}"
+            f"{' '.join(argv)} exited with {done.returncode}\n{_fatal_of(done.stdout)}"
+            f"--- stdout ---\n{done.stdout[-8000:]}\n--- stderr ---\n{done.stderr[-8000:]}"
         )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     assert lines, f"{argv[0]} printed no report; stderr:\n{done.stderr[-4000:]}"
     report: dict[str, Any] = json.loads(lines[-1])
     report["_stderr"] = done.stderr
     return report
+
+
+def _fatal_of(stdout: str) -> str:
+    """The ``fatal`` traceback a scripted peer reported on its last line, if any."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        report = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return ""
+    if isinstance(report, dict) and isinstance(report.get("fatal"), str):
+        return f"--- the peer's fatal error ---\n{report['fatal']}\n"
+    return ""
 
 
 def free_port() -> int:

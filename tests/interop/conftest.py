@@ -11,9 +11,11 @@
 * ``conformance_next``: the argv prefix ``[node22, index.js]`` of the conformance suite
   0.2.0-alpha.12 (npm alias ``conformance-next``); skipped like ``node`` without Node.js.
 
-The installs run once, right after collection when interop tests are selected, so their
-time (a clean machine downloads ~140 npm packages and ~130 wheels) is not charged to the
-per-test timeout. An install that fails fails the tests that need it, not the session.
+The installs run right after collection when interop tests are selected, so their time (a
+clean machine downloads ~140 npm packages and ~130 wheels) is not charged to the per-test
+timeout. Under pytest-xdist each worker prepares them; a file lock
+(``_support.install_lock``) lets the first install while the others wait and then find them
+installed. An install that fails fails the tests that need it, not the session.
 """
 
 from __future__ import annotations

@@ -106,3 +106,16 @@ def test_mcp230_deviation_requires_an_authorization_endpoint(mcp230: Path) -> No
         assert done.returncode == 1 and "fatal" in report, done.stdout + done.stderr[-2000:]
         assert "No authorization server metadata discovered" in report["fatal"]
         assert auth.token_requests == [], report
+
+
+def test_a_failing_peer_script_says_why() -> None:
+    """A peer script that fails prints its traceback as the report's ``fatal`` (stdout) and
+    exits 1; ``run_report``'s failure shows it, even when stderr is empty (CI once showed
+    "exited with 1" and an empty stderr, and nothing else)."""
+    script = ("import json, sys; print(json.dumps({'fatal': 'Traceback ...\\n"
+              "httpx.ReadError: [Errno 104] Connection reset by peer'})); sys.exit(1)")
+    with pytest.raises(AssertionError) as failed:
+        _support.run_report([sys.executable, "-c", script])
+    message = str(failed.value)
+    assert "exited with 1" in message
+    assert "--- the peer's fatal error ---\nTraceback ...\nhttpx.ReadError" in message

@@ -16,6 +16,7 @@ import attrs
 import trio
 
 from ._http11 import LLHTTP_AVAILABLE, AsgiApp, HttpServerSettings
+from ._http11._settings import KEEP_ALIVE_TIMEOUT
 
 log = logging.getLogger("trio_mcp.transports")
 
@@ -112,6 +113,7 @@ async def _serve_hypercorn(
     # hypercorn's default backlog (100) drops a burst of new connections
     # while the one Trio thread is busy: their requests would be lost.
     config.backlog = 1024
+    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
     config.errorlog = logging.getLogger("hypercorn.error")
     config.accesslog = None
     config.graceful_timeout = 0.5

@@ -78,6 +78,9 @@ if __name__ == "__main__":
     try:
         print(json.dumps(anyio.run(main, sys.argv[1:])))
     except BaseException:
+        # Why, on both streams: the report (stdout) for the test, the traceback (stderr)
+        # for whoever reads the failed test's output.
         print(json.dumps({"fatal": traceback.format_exc()[-3000:]}))
+        traceback.print_exc()
         sys.exit(1)
     _ = httpx2

@@ -13,6 +13,13 @@ from .._http_policy import Receive, Scope, Send
 #: Whether ``httptools`` (the ``fast`` extra) is installed: ``serve_http``'s default server.
 LLHTTP_AVAILABLE: bool = importlib.util.find_spec("httptools") is not None
 
+#: Seconds an idle keep-alive connection stays open, on both servers. Longer than clients
+#: keep an idle connection for reuse (httpx and so the Python SDK: 5 s; Node's undici:
+#: 4 s): with 5 s (hypercorn's default), a request sent on a connection idle for about
+#: 5 s crossed the server's close and failed with "connection reset" (seen on a loaded
+#: machine: the Python SDK's OAuth flow leaves its connection idle while it gets a token).
+KEEP_ALIVE_TIMEOUT: float = 30.0
+
 #: An ASGI 3 application.
 AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -43,7 +50,8 @@ class HttpServerSettings:
         headers_timeout: Seconds from a request's first byte (or a new
             connection) to the end of its head: 408 beyond (slowloris).
         keep_alive_timeout: Seconds an idle keep-alive connection waits for
-            its next request before it is closed (no answer).
+            its next request before it is closed (no answer); by default
+            :data:`KEEP_ALIVE_TIMEOUT`, longer than clients keep one for reuse.
         body_timeout: Seconds from the end of the head to the end of the
             body while the app reads it: 408 beyond (or, once an answer has
             started, the connection is closed).
@@ -62,7 +70,7 @@ class HttpServerSettings:
     max_body: int | None = None
     max_connections: int = 1000
     headers_timeout: float = 10.0
-    keep_alive_timeout: float = 5.0
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT
     body_timeout: float = 30.0
     shutdown_timeout: float = 5.0
     server_header: str | None = None

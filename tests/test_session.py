@@ -256,6 +256,22 @@ async def test_session_every_waiter_wakes_with_connection_closed() -> None:
             await session.request_raw("later")
 
 
+async def test_session_cancelled_caller_of_a_closed_connection_sees_the_cancellation() -> None:
+    """A caller whose own scope is cancelled (and closed the transport) gets Cancelled, so its
+    move_on_after catches it; an uncancelled caller still gets ConnectionClosed."""
+    async with running_session() as (session, ends):
+        await ends.to_peer.aclose()
+        with trio.fail_after(5):
+            while session.is_open:
+                await trio.sleep(0)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await session.request_raw("ping")
+        assert scope.cancelled_caught
+        with pytest.raises(ConnectionClosed):
+            await session.request_raw("ping")
+
+
 async def test_session_cancelled_caller_sends_notifications_cancelled() -> None:
     async with running_session() as (session, ends):
         async with trio.open_nursery() as nursery:

@@ -412,6 +412,7 @@ async def choose_client_era(
         _finish_modern(peer)
         return chosen
     if not peer.is_open:
+        await trio.lowlevel.checkpoint_if_cancelled()  # cancelled: that, not the closing
         raise ConnectionClosed("the connection closed during the server/discover probe")
     await handshake()
     if server_key is not None:

@@ -282,6 +282,9 @@ class Outbound:
             dropped.
         """
         if self._closed:
+            # A caller cancelled as the connection closed (its own scope closing
+            # the transport) sees the cancellation, not ConnectionClosed.
+            await trio.lowlevel.checkpoint_if_cancelled()
             raise ConnectionClosed("the connection is closed")
         if _telemetry.active is not None and not _traced:  # under a client span
             return await _telemetry.active.request(self, method, params, progress, cancellable)

@@ -261,9 +261,8 @@ async def test_session_cancelled_caller_of_a_closed_connection_sees_the_cancella
     move_on_after catches it; an uncancelled caller still gets ConnectionClosed."""
     async with running_session() as (session, ends):
         await ends.to_peer.aclose()
-        with trio.fail_after(5):
-            while session.is_open:
-                await trio.sleep(0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not session.is_open
         with trio.CancelScope() as scope:
             scope.cancel()
             await session.request_raw("ping")

@@ -37,6 +37,7 @@ from typing import Any
 import jsonschema
 
 from ..helpers import EXAMPLES, ROOT, TASK_SERVER
+from ..wire_schema import RESULT_BY_METHOD
 
 INTEROP = Path(__file__).resolve().parent
 NODE_DIR = INTEROP / "node"
@@ -334,27 +335,7 @@ def related(result: dict[str, Any]) -> str | None:
 
 #: What each request's result is, by method (tools/call and friends may also be a
 #: CreateTaskResult, and tasks/result is the result of the task's request).
-_RESULTS = {
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "tasks/get": "GetTaskResult",
-    "tasks/list": "ListTasksResult",
-    "tasks/cancel": "CancelTaskResult",
-    "sampling/createMessage": "CreateMessageResult",
-    "elicitation/create": "ElicitResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "logging/setLevel": "EmptyResult",
-    "roots/list": "ListRootsResult",
-}
+_RESULTS = {m: r for m, r in RESULT_BY_METHOD.items() if m != "tasks/result"}
 
 
 class WireChecker:

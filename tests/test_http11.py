@@ -26,6 +26,8 @@ from .http_support import INITIALIZE
 pytestmark = pytest.mark.timeout(60)
 
 GET = b"GET /x HTTP/1.1\r\n" + HOST + b"\r\n"
+#: The same request, last on its connection (the server closes it after the answer).
+LAST_GET = b"GET /x HTTP/1.1\r\n" + HOST + b"Connection: close\r\n\r\n"
 
 
 def post(body: bytes, path: bytes = b"/p", extra: bytes = b"") -> bytes:
@@ -116,7 +118,7 @@ async def test_http11_connection_close_is_honoured() -> None:
 async def test_http11_head_answer_has_no_body() -> None:
     """RFC 9110 §9.3.2: the server MUST NOT send content in the response to HEAD."""
     async with running(EchoApp()) as (port, _, _):
-        data = await exchange(port, b"HEAD /h HTTP/1.1\r\n" + HOST + b"\r\n" + GET, eof=False)
+        data = await exchange(port, b"HEAD /h HTTP/1.1\r\n" + HOST + b"\r\n" + LAST_GET, eof=False)
     head, _, rest = data.partition(b"\r\n\r\n")
     head += b"\r\n"
     assert head.startswith(b"HTTP/1.1 200 ")
@@ -134,7 +136,7 @@ async def test_http11_chunked_body_with_extensions_and_trailers() -> None:
     body = b"4;name=value\r\nWiki\r\n6\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-Trail: 1\r\n\r\n"
     request = b"POST /c HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\n\r\n" + body
     async with running(app) as (port, _, _):
-        answers, _ = parse_answers(await exchange(port, request + GET, eof=False))
+        answers, _ = parse_answers(await exchange(port, request + LAST_GET, eof=False))
     assert answers[0].body == b"POST /c 24\nWikipedia in \r\n\r\nchunks."
     assert answers[1].body == b"GET /x 0\n"
     assert all(name != b"x-trail" for name, _ in app.seen[0]["headers"])

@@ -580,7 +580,7 @@ async def test_postgres_outage_is_a_clear_error_and_nothing_is_lost(
     from .test_store_contract import OWNER, Requestor, answer, start
 
     monkeypatch.setattr(_cluster, "SETTLE_TIMEOUT", 1.0)
-    reg = TaskRegistry(store=f"{postgres_server.url}&lease=5")
+    reg = TaskRegistry(store=f"{postgres_server.url}&lease=30")
     async with reg.running():
         assert reg.cluster is not None
         reg.cluster.store.op_timeout = 1.0  # type: ignore[attr-defined]

@@ -177,11 +177,6 @@ def modern_capabilities(peer: PeerCore) -> dict[str, Any]:
     return caps
 
 
-def _principal(peer: PeerCore) -> str | None:
-    context = peer.bus.context
-    return context if isinstance(context, str) else None
-
-
 def codec_of(peer: PeerCore) -> StateCodec:
     """The App's ``requestState`` codec."""
     codec: StateCodec = peer.app.state_codec
@@ -211,7 +206,7 @@ def _begin(peer: PeerCore, method: str, req: Request) -> tuple[ModernRequest, di
         if "requestState" in params:  # (the digest only when there is a state)
             recorded = codec_of(peer).open(
                 params["requestState"], digest=request_digest(method, params),
-                principal=_principal(peer),
+                principal=peer.principal_of(req),
             )
         modern.round = RoundState(usable_answers(recorded, responses))
     prelude = method == "tools/call" and prepare_call(peer, params, modern)
@@ -247,7 +242,7 @@ def _finish(peer: PeerCore, method: str, out: Any) -> Any:
 
 
 async def _complete(
-    peer: PeerCore, method: str, params: dict[str, Any], modern: ModernRequest, out: Any,
+    peer: PeerCore, req: Request, params: dict[str, Any], modern: ModernRequest, out: Any,
     prelude: bool,
 ) -> Any:
     """Finish a handler that must wait, with its modern request current."""
@@ -259,12 +254,12 @@ async def _complete(
             out = await run_prelude(peer, out, modern)
     except InputRequired as need:
         assert modern.round is not None
-        return input_required_result(peer, method, params, modern.round, need)
+        return input_required_result(peer, req, params, modern.round, need)
     except McpError as exc:
         raise _legacy_code(exc) from None
     finally:
         current_dialect.reset(token)
-    return _finish(peer, method, out)
+    return _finish(peer, req.method, out)
 
 
 def wrap(
@@ -281,10 +276,10 @@ def wrap(
         modern, params, prelude = _begin(peer, method, req)
         token = current_dialect.set(modern)
         try:
-            out = handler(Request(req.id, req.method, params, dialect=modern))
+            out = handler(Request(req.id, req.method, params, dialect=modern, caller=req.caller))
         except InputRequired as need:
             assert modern.round is not None
-            return input_required_result(peer, method, params, modern.round, need)
+            return input_required_result(peer, req, params, modern.round, need)
         except McpError as exc:
             raise _legacy_code(exc) from None
         finally:
@@ -292,7 +287,7 @@ def wrap(
         if inspect.isawaitable(out) or (
             prelude and isinstance(out, Reply) and "task" in out.result
         ):
-            return _complete(peer, method, params, modern, out, prelude)
+            return _complete(peer, req, params, modern, out, prelude)
         return _finish(peer, method, out)
 
     if immediate:
@@ -306,11 +301,11 @@ def wrap(
 
 
 def input_required_result(
-    peer: PeerCore, method: str, params: dict[str, Any], state: RoundState, need: InputRequired
+    peer: PeerCore, req: Request, params: dict[str, Any], state: RoundState, need: InputRequired
 ) -> dict[str, Any]:
-    """The ``input_required`` result for a handler stopped by ``need``."""
+    """The ``input_required`` result for ``req``'s handler, stopped by ``need``."""
     sealed = codec_of(peer).seal(
-        digest=request_digest(method, params), principal=_principal(peer),
+        digest=request_digest(req.method, params), principal=peer.principal_of(req),
         answers=state.used, asked=list(need.requests),
     )
     return {

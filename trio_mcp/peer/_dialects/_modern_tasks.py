@@ -258,18 +258,19 @@ def _task_id(req: Request) -> str:
     return task_id
 
 
-async def _record(peer: PeerCore, task_id: str) -> TaskRecord:
+async def _record(peer: PeerCore, req: Request, task_id: str) -> TaskRecord:
     """The requestor's task, once durable (-32602 if unknown, expired or foreign)."""
-    check_task_scopes(peer, "tasks/*")
+    check_task_scopes(peer, req, "tasks/*")
     registry = peer.app.registry
-    registry.check_rate(peer.context)
-    return await registry.record(peer.context, task_id)
+    owner = peer.context_of(req)
+    registry.check_rate(owner)
+    return await registry.record(owner, task_id)
 
 
 async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
     require_tasks(req)
-    record = await _record(peer, _task_id(req))
+    record = await _record(peer, req, _task_id(req))
     return detailed(record, peer.app.registry, await _queued(peer, record))
 
 
@@ -294,7 +295,7 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
         raise McpError(
             INVALID_PARAMS, "Invalid params: inputResponses must be an object of objects"
         )
-    record = await _record(peer, task_id)
+    record = await _record(peer, req, task_id)
     actor = peer.app.registry.running_actor(task_id)
     if actor is not None and actor.pulled is not None:
         actor.pulled.answer(responses)
@@ -311,12 +312,12 @@ async def tasks_cancel(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/cancel``: cancel the task's actor (wherever it runs); ack, also when terminal."""
     require_tasks(req)
     task_id = _task_id(req)
-    record = await _record(peer, task_id)
+    record = await _record(peer, req, task_id)
     if not record.status.is_terminal:
         try:
-            await peer.app.registry.cancel(peer.context, task_id, peer)
+            await peer.app.registry.cancel(peer.context_of(req), task_id, peer)
         except McpError as exc:
             if exc.code != INVALID_PARAMS:
                 raise
-            await _record(peer, task_id)  # still -32602 if it vanished meanwhile
+            await _record(peer, req, task_id)  # still -32602 if it vanished meanwhile
     return {}

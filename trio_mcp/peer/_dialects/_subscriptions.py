@@ -189,7 +189,7 @@ def _own_tasks(peer: PeerCore, req: Request, wanted: dict[str, Any]) -> set[str]
     own: set[str] = set()
     for task_id in ids:
         try:
-            peer.app.registry.lookup(peer.context, task_id)
+            peer.app.registry.lookup(peer.context_of(req), task_id)
         except McpError:
             continue  # unknown, expired or foreign: not agreed (indistinguishable)
         own.add(task_id)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, final
 
 import attrs
 import trio
@@ -27,6 +27,7 @@ from .._messages import (
     CallToolResult,
     ClientCapabilities,
     Implementation,
+    Request,
     ServerCapabilities,
     Task,
     converter,
@@ -51,6 +52,35 @@ class Role(enum.Enum):
 
     CLIENT = "client"
     SERVER = "server"
+
+
+@final
+@attrs.frozen
+class Caller:
+    """Who sent a request that came without a connection of its own.
+
+    A 2026-07-28 Streamable HTTP POST is one request and nothing else: the
+    transport puts what it knows of the sender on the request
+    (``Request.caller``), where a connection's requests take it from their
+    connection (:attr:`PeerCore.context`, ``bus.context``, ``bus.info``).
+
+    Attributes:
+        context: The requestor context its tasks belong to (``identity:<owner>``,
+            or :data:`ANONYMOUS_CONTEXT` without an authenticated identity).
+        principal: The authenticated owner (``Identity.owner``), else ``None``.
+        info: The transport's facts, as a connection's ``bus.info`` has them
+            (``transport``, ``path``, ``remote``, the verified ``identity``).
+    """
+
+    context: str
+    principal: str | None
+    info: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, principal: str | None, info: Mapping[str, Any]) -> Caller:
+        """The caller authenticated as ``principal`` (``None``: anonymous)."""
+        context = ANONYMOUS_CONTEXT if principal is None else f"identity:{principal}"
+        return cls(context, principal, info)
 
 
 class AppView(Protocol):
@@ -317,6 +347,23 @@ class PeerCore:
         connection alone.
         """
         return self._context
+
+    def context_of(self, req: Request) -> str:
+        """The requestor context ``req``'s tasks belong to: its caller's, else :attr:`context`."""
+        caller: Caller | None = req.caller
+        return self._context if caller is None else caller.context
+
+    def principal_of(self, req: Request) -> str | None:
+        """Who ``req`` is authenticated as (an owner), if anyone: its caller's, else the
+        connection's."""
+        caller: Caller | None = req.caller
+        principal = self.bus.context if caller is None else caller.principal
+        return principal if isinstance(principal, str) else None
+
+    def info_of(self, req: Request | None) -> Mapping[str, Any]:
+        """The transport's facts about ``req``'s sender: its caller's, else ``bus.info``."""
+        caller: Caller | None = None if req is None else req.caller
+        return self.bus.info if caller is None else caller.info
 
     @property
     def is_open(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+from collections.abc import Mapping
 from typing import Any, TypeVar, final
 
 import trio
@@ -29,11 +30,11 @@ from .._messages import (
     to_wire,
 )
 from .._tasks import TaskActor, TaskConnection
-from ._base import PeerCore
+from ._base import Caller, PeerCore
 from ._dialect import Dialect
 from ._logging import Logging
 from ._questions import ask_all, ask_one
-from ._scopes import identity_of
+from ._scopes import IDENTITY_INFO
 
 log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
@@ -64,6 +65,8 @@ class RequestContext:
         meta: The request's ``_meta`` (``None`` if absent).
         dialect: The request's era when it is not the connection's (a 2026-07-28
             request: its per-request ``_meta`` and how it asks; ``None``: 2025-11-25).
+        caller: Who sent the request when it came without a connection of its own
+            (a 2026-07-28 Streamable HTTP POST); ``None``: :attr:`peer`'s connection.
     """
 
     def __init__(
@@ -74,11 +77,13 @@ class RequestContext:
         task: TaskActor | None = None,
         *,
         dialect: Dialect | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.peer = peer
         self.request_id = request_id
         self.meta = meta
         self.dialect = dialect
+        self.caller = caller
         self._task = task
         self._progress_count = 0.0
 
@@ -91,7 +96,16 @@ class RequestContext:
         of the handshake); ``None`` on stdio and without a verifier. In a
         task's work: the identity of the connection that created the task.
         """
-        return identity_of(self.peer)
+        caller = self.caller
+        found = self.peer.info_of(None) if caller is None else caller.info
+        value = found.get(IDENTITY_INFO)
+        return value if isinstance(value, Identity) else None
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        """What the transport knows of the request's sender (its ``bus.info``, or the
+        POST's): ``transport``, ``remote``, ``path``, ``session_id``, ``identity``..."""
+        return self.peer.info_of(None) if self.caller is None else self.caller.info
 
     @property
     def task_id(self) -> str | None:

@@ -50,7 +50,7 @@ class Prompts(PeerCore):
 
     async def _on_prompts_list(self, req: Request) -> ListPromptsResult:
         self._serving_prompts(req)
-        specs: list[PromptSpec] = visible(self, "prompt", self.app.prompts.values(), _name)
+        specs: list[PromptSpec] = visible(self, req, "prompt", self.app.prompts.values(), _name)
         items, cursor = page(req, specs)
         return ListPromptsResult(prompts=[s.prompt for s in items], next_cursor=cursor)
 
@@ -61,7 +61,7 @@ class Prompts(PeerCore):
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {params.name[:100]}")
         if self.app.scope_rules:
-            check_scopes(self, rule(self.app, "prompt", params.name),
+            check_scopes(self, req, rule(self.app, "prompt", params.name),
                          f"prompt {params.name[:100]!r}")
         arguments = params.arguments or {}
         bad = [k for k, v in arguments.items() if not isinstance(v, str)]
@@ -73,7 +73,7 @@ class Prompts(PeerCore):
                 INVALID_PARAMS, f"Missing required arguments for prompt {spec.prompt.name}: "
                 + ", ".join(missing)
             )
-        ctx = RequestContext(self, req.id, params.meta, dialect=req.dialect)
+        ctx = RequestContext(self, req.id, params.meta, dialect=req.dialect, caller=req.caller)
         value = await call_with(spec.fn, spec.sig, arguments, ctx)
         return to_prompt_result(value, spec.prompt.description)
 

@@ -102,7 +102,7 @@ class Resources(PeerCore):
     async def _on_resources_list(self, req: Request) -> ListResourcesResult:
         self._serving_resources(req)
         specs: list[ResourceSpec] = visible(
-            self, "resource", self.app.resources.values(), _resource_uri
+            self, req, "resource", self.app.resources.values(), _resource_uri
         )
         items, cursor = page(req, specs)
         return ListResourcesResult(resources=[s.resource for s in items], next_cursor=cursor)
@@ -110,7 +110,7 @@ class Resources(PeerCore):
     async def _on_templates_list(self, req: Request) -> ListResourceTemplatesResult:
         self._serving_resources(req)
         specs: list[TemplateSpec] = visible(
-            self, "template", self.app.resource_templates.values(), _template_uri
+            self, req, "template", self.app.resource_templates.values(), _template_uri
         )
         items, cursor = page(req, specs)
         return ListResourceTemplatesResult(
@@ -129,12 +129,14 @@ class Resources(PeerCore):
             spec = found[0]
             required = rule(self.app, "resource", uri) if isinstance(spec, ResourceSpec) else (
                 rule(self.app, "template", spec.template.uri_template))
-            check_scopes(self, required, f"resource {uri[:100]!r}")
+            check_scopes(self, req, required, f"resource {uri[:100]!r}")
         return uri, *found
 
     async def _on_resources_read(self, req: Request) -> ReadResourceResult:
         uri, spec, variables = self._find_resource(req)
-        ctx = RequestContext(self, req.id, (req.params or {}).get("_meta"), dialect=req.dialect)
+        ctx = RequestContext(
+            self, req.id, (req.params or {}).get("_meta"), dialect=req.dialect, caller=req.caller
+        )
         value = await call_with(spec.fn, spec.sig, variables, ctx)
         listing = spec.resource if isinstance(spec, ResourceSpec) else spec.template
         mime = listing.mime_type

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ..._errors import INVALID_PARAMS, McpError
 from ...auth import Identity
+from .._messages import Request
 from ._base import AppView, PeerCore, Role
 
 #: The key of ``MessageBus.info`` that holds the connection's verified :class:`Identity`.
@@ -45,9 +46,9 @@ def scope_set(scopes: Iterable[str] | str | None) -> frozenset[str]:
     return found
 
 
-def identity_of(peer: PeerCore) -> Identity | None:
-    """The verified identity of the connection (or of its current HTTP request), if any."""
-    value = peer.bus.info.get(IDENTITY_INFO)
+def identity_of(peer: PeerCore, req: Request | None) -> Identity | None:
+    """The verified identity of ``req``'s sender (its caller's, else the connection's), if any."""
+    value = peer.info_of(req).get(IDENTITY_INFO)
     return value if isinstance(value, Identity) else None
 
 
@@ -56,44 +57,44 @@ def rule(app: AppView, kind: str, name: str) -> frozenset[str]:
     return app.scope_rules.get((kind, name), _NONE) if app.scope_rules else _NONE
 
 
-def granted(peer: PeerCore, required: frozenset[str]) -> bool:
-    """True when the connection's identity holds every scope of ``required``."""
+def granted(peer: PeerCore, req: Request, required: frozenset[str]) -> bool:
+    """True when the identity of ``req``'s sender holds every scope of ``required``."""
     if not required:
         return True
-    identity = identity_of(peer)
+    identity = identity_of(peer, req)
     return identity is not None and required <= identity.scopes
 
 
-def check_scopes(peer: PeerCore, required: frozenset[str], what: str) -> None:
+def check_scopes(peer: PeerCore, req: Request, required: frozenset[str], what: str) -> None:
     """Refuse the request unless the caller holds ``required``.
 
     Raises:
         McpError: -32602 ``Insufficient scope`` with ``data`` ``{"error":
             "insufficient_scope", "scope": "..."}`` (the scopes needed).
     """
-    if granted(peer, required):
+    if granted(peer, req, required):
         return
     needed = " ".join(sorted(required))
     raise McpError(INVALID_PARAMS, f"Insufficient scope: {what} requires the scope(s) {needed}",
                    {"error": "insufficient_scope", "scope": needed})
 
 
-def check_task_scopes(peer: PeerCore, method: str) -> None:
+def check_task_scopes(peer: PeerCore, req: Request, method: str) -> None:
     """Refuse a ``tasks/*`` request of a caller without the App's ``task_scopes`` (server side).
 
     Raises:
         McpError: As :func:`check_scopes`.
     """
     if peer.app.task_scopes and peer.role is Role.SERVER:
-        check_scopes(peer, peer.app.task_scopes, method)
+        check_scopes(peer, req, peer.app.task_scopes, method)
 
 
-def visible(peer: PeerCore, kind: str, names: Iterable[Any], key: Any) -> list[Any]:
+def visible(peer: PeerCore, req: Request, kind: str, names: Iterable[Any], key: Any) -> list[Any]:
     """The items of a list the caller may see (``key(item)`` is the item's name)."""
     rules = peer.app.scope_rules
     if not rules:
         return list(names)
-    return [item for item in names if granted(peer, rules.get((kind, key(item)), _NONE))]
+    return [item for item in names if granted(peer, req, rules.get((kind, key(item)), _NONE))]
 
 
 def required_scopes(app: AppView, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:

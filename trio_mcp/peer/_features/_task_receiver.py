@@ -47,10 +47,11 @@ async def create_task(
         McpError: -32000 when a cap or the rate limit is reached.
     """
     registry = peer.app.registry
-    registry.check_rate(peer.context)
+    owner = peer.context_of(req)
+    registry.check_rate(owner)
     token = (request_meta or {}).get("progressToken")
     actor = await registry.create(
-        peer.context,
+        owner,
         req.method,
         work,
         requested_ttl=task.ttl,
@@ -110,32 +111,36 @@ class TaskReceiver(PeerCore):
 
     async def _on_tasks_get(self, req: Request) -> dict[str, Any]:
         self._require_tasks()
-        check_task_scopes(self, req.method)
+        check_task_scopes(self, req, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
-        registry.check_rate(self.context)
-        return (await registry.record(self.context, task_id)).wire()
+        owner = self.context_of(req)
+        registry.check_rate(owner)
+        return (await registry.record(owner, task_id)).wire()
 
     def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
-        check_task_scopes(self, req.method)
+        check_task_scopes(self, req, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
-        registry.check_rate(self.context)
-        return registry.result(self.context, task_id, self)  # the session awaits it
+        owner = self.context_of(req)
+        registry.check_rate(owner)
+        return registry.result(owner, task_id, self)  # the session awaits it
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:
         self._require_tasks("list")
-        check_task_scopes(self, req.method)
+        check_task_scopes(self, req, req.method)
         params = from_wire(req.params or {}, PaginatedParams)
-        self.app.registry.check_rate(self.context)
-        tasks, cursor = await self.app.registry.list(self.context, params.cursor)
+        owner = self.context_of(req)
+        self.app.registry.check_rate(owner)
+        tasks, cursor = await self.app.registry.list(owner, params.cursor)
         return ListTasksResult(tasks, cursor)
 
     async def _on_tasks_cancel(self, req: Request) -> dict[str, Any]:
         self._require_tasks("cancel")
-        check_task_scopes(self, req.method)
+        check_task_scopes(self, req, req.method)
         task_id = task_id_param(req.params)  # the source of truth, not related-task _meta
         registry = self.app.registry
-        registry.check_rate(self.context)
-        return (await registry.cancel_record(self.context, task_id, self)).wire()
+        owner = self.context_of(req)
+        registry.check_rate(owner)
+        return (await registry.cancel_record(owner, task_id, self)).wire()

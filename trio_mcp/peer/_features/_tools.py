@@ -39,7 +39,7 @@ from .._messages import (
 from .._session import ProgressCallback
 from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
-from ._base import AppView, PeerCore, Role
+from ._base import AppView, Caller, PeerCore, Role
 from ._context import RequestContext
 from ._dialect import Dialect
 from ._scopes import check_scopes, rule, visible
@@ -78,7 +78,7 @@ class Tools(PeerCore):
         if self.role is not Role.SERVER or not self.app.tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/list")
         params = PaginatedParams() if not req.params else from_wire(req.params, PaginatedParams)
-        tools = visible(self, "tool", self.app.tools.values(), _tool_name)
+        tools = visible(self, req, "tool", self.app.tools.values(), _tool_name)
         start = 0
         if params.cursor is not None:
             if not params.cursor.isdigit() or int(params.cursor) > len(tools):
@@ -103,7 +103,7 @@ class Tools(PeerCore):
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
         if self.app.scope_rules:
-            check_scopes(self, rule(self.app, "tool", name), f"tool {name!r}")
+            check_scopes(self, req, rule(self.app, "tool", name), f"tool {name!r}")
         support = spec.tool.task_support
         if (task is not None or support == "required") and hosts(self, "tools/call"):
             if task is not None and support == "forbidden":
@@ -116,13 +116,13 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect)
+            work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect, req.caller)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
             return create_task(self, req, task, meta, work, response_meta)
         ctx = None
         if spec.context_param:
-            ctx = RequestContext(self, req.id, meta, dialect=req.dialect)
+            ctx = RequestContext(self, req.id, meta, dialect=req.dialect, caller=req.caller)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
         return self._run_tool(spec, arguments, ctx)
@@ -373,7 +373,7 @@ class _ToolWork:
     directly, so it adds no coroutine of its own to a running task.
     """
 
-    __slots__ = ("_arguments", "_dialect", "_meta", "_request_id", "_spec", "_tools")
+    __slots__ = ("_arguments", "_caller", "_dialect", "_meta", "_request_id", "_spec", "_tools")
 
     def __init__(
         self,
@@ -383,9 +383,11 @@ class _ToolWork:
         meta: dict[str, Any] | None,
         arguments: dict[str, Any] | None,
         dialect: Dialect | None,
+        caller: Caller | None,
     ) -> None:
         self._tools = tools
         self._dialect = dialect
+        self._caller = caller
         self._spec = spec
         self._request_id = request_id
         self._meta = meta
@@ -395,7 +397,8 @@ class _ToolWork:
         ctx = None
         if self._spec.context_param is not None:
             ctx = RequestContext(
-                self._tools, self._request_id, self._meta, actor, dialect=self._dialect
+                self._tools, self._request_id, self._meta, actor, dialect=self._dialect,
+                caller=self._caller,
             )
         arguments, self._arguments = self._arguments, None  # called once per task
         return self._tools._run_tool(self._spec, arguments, ctx)

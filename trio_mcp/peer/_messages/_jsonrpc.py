@@ -137,6 +137,10 @@ class Request:
     #: connection's (the 2026-07-28 dialect's per-request value; the features
     #: see it as their ``Dialect`` protocol). ``None``: the handshake's era.
     dialect: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    #: Not on the wire: who sent it, when it came without a connection of its
+    #: own (a 2026-07-28 Streamable HTTP POST; the features' ``Caller``).
+    #: ``None``: its connection's requestor context, identity and facts.
+    caller: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen

@@ -45,6 +45,7 @@ from ._telemetry import tracing_enabled as tracing_enabled
 from .peer import Peer as Peer
 from .peer import open_peer as open_peer
 from .peer._dialects._modern import CacheHint as CacheHint
+from .peer._features import Caller as Caller
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
 
@@ -173,6 +174,7 @@ __all__ = [
     "BlobResourceContents",
     "CacheHint",
     "CallToolResult",
+    "Caller",
     "ClientCapabilities",
     "CompleteResult",
     "Completion",

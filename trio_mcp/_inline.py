@@ -106,6 +106,15 @@ def _rest(coro: Coroutine[Any, Any, T], context: contextvars.Context) -> Generat
             value = None
 
 
+def in_context(coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
+    """``coro``, to be awaited in any task, stepped in a copy of the current context.
+
+    What a Trio task started here would inherit (the request being served, a
+    tracing span), without starting one: the awaiting task may be another's.
+    """
+    return cast("Awaitable[T]", _rest(coro, contextvars.copy_context()))
+
+
 def at_once(coro: Coroutine[Any, Any, T]) -> T:
     """The value of a coroutine that returns without waiting (e.g. an operation of a
     store that answers at once), got without a Trio task or an ``await``.

@@ -16,6 +16,7 @@ from :mod:`trio_mcp`.
 
 from ._app import App as App
 from ._features import IDENTITY_INFO as IDENTITY_INFO
+from ._features import Caller as Caller
 from ._features import RequestContext as RequestContext
 from ._features import Role as Role
 from ._features import required_scopes as required_scopes
@@ -27,7 +28,10 @@ from ._messages import decode_message as decode_message
 from ._messages import encode_for_wire as encode_for_wire
 from ._peer import Peer as Peer
 from ._peer import open_peer as open_peer
+from ._request_server import Outlet as Outlet
+from ._request_server import RequestServer as RequestServer
 from ._session import WAKE_WRITER as WAKE_WRITER
+from ._session import Answered as Answered
 from ._session import BusEnds as BusEnds
 from ._session import MessageBus as MessageBus
 from ._session import memory_bus_pair as memory_bus_pair

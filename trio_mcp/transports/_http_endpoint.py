@@ -14,10 +14,9 @@ from typing import Final, Protocol
 
 import trio
 
-from ..peer import App
+from ..peer import App, RequestServer
 from ..peer._messages import Request
 from ._http_policy import OncePerClient, Receive, Scope, Send, until_disconnect
-from ._http_reuse import KeptSessions
 from ._http_session import HttpSession
 from ._http_stream import SseStream
 from ._sse import encode_comment, encode_event, encode_retry
@@ -43,13 +42,14 @@ class HttpEndpoint(Protocol):
     sse_close_after: float | None
     max_body: int
     max_sessions: int
-    kept: KeptSessions
+    requests: RequestServer  # 2026-07-28 POSTs, each served in its own task
+    keepalive: float | None
     unnamed: OncePerClient  # tasks/* without Mcp-Name, logged once per client
     refuse_unscoped: Callable[[Scope, Send, Request], Awaitable[bool]]  # 403: see _http_auth
 
     async def start_session(
         self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
-        protocol_version: str | None = None, era: str | None = None,
+        protocol_version: str | None = None,
     ) -> HttpSession:
         """Create and start a session (not yet in ``sessions`` when stateless)."""
         ...

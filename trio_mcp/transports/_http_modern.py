@@ -1,46 +1,48 @@
-"""MCP 2026-07-28 over Streamable HTTP: one POST, one request, answered on its own.
+"""MCP 2026-07-28 over Streamable HTTP: one POST, one request, answered in its own task.
 
 A modern POST (see :func:`._http_handlers.post` for how one is told apart)
-has its headers checked against its body (400, -32020), then a session and a
-peer in the modern dialect answer it: JSON with the status of its error code,
-or SSE once the handler sends a notification first. No session id is minted.
+has its headers checked against its body (400, -32020), then the App's
+:class:`~trio_mcp.peer.RequestServer` serves it in the POST's own Trio task:
+no session, bus or event store, and no session id. Who sent it (its identity
+and the transport's facts) goes with the request (a ``Caller``).
 
-Starting a session (a bus, an event store, a ``Peer`` in the modern dialect,
-their Trio tasks) and ending it cost more than the request itself, so a
-session that answered its POST in full is kept (:class:`~._http_reuse.KeptSessions`) and
-serves the next POST of the **same identity**: the tasks of a modern peer
-belong to its identity (or to nobody, without one), and nothing else in it
-outlives a request. One POST at a time per session: concurrent POSTs take
-different sessions. A POST that did not end in full (the client left, the
-handler was cancelled or left unanswered, ``subscriptions/listen``) ends its
-session, as every modern POST did before. Before a kept session serves again,
-its last POST's stream and events are dropped, and ``bus.info`` has the new
-request's remote address and verified identity (its token's scopes).
+The answer is held until the handler's first message: the response alone
+goes out as ``application/json`` with the status its error code calls for; a
+notification first starts an SSE stream (200) that ends with the response.
+``subscriptions/listen`` goes the same way (a refused one is a JSON error
+with its status; an accepted one starts with its acknowledgement) and stays
+open (keep-alive comments) until the client closes it. The client leaving
+cancels the handler.
 """
 
 from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, final
+
+import trio
 
 from .._errors import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from ..peer import App, Message
+from ..auth import Identity
+from ..peer import IDENTITY_INFO, Answered, App, Caller, Message, encode_for_wire
 from ..peer._dialects import unsupported_version
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
     META_CLIENT_INFO,
-    MODERN_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
+    ErrorResponse,
     Request,
 )
-from ._http_endpoint import HttpEndpoint, respond_json, wait_ended, write_sse
+from ._http_auth import IDENTITY_KEY
+from ._http_endpoint import SSE_HEADERS, HttpEndpoint, respond_json
 from ._http_policy import (
     HeaderMismatch,
     Receive,
@@ -52,8 +54,7 @@ from ._http_policy import (
     respond,
     until_disconnect,
 )
-from ._http_session import HttpSession
-from ._http_stream import SseStream
+from ._sse import encode_comment, encode_event
 
 log = logging.getLogger("trio_mcp.transports")
 
@@ -83,23 +84,17 @@ def _client_of(identity: str | None, params: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def modern_status(stream: SseStream) -> int:
-    """The HTTP status of a modern request's JSON answer (2026-07-28 error codes)."""
-    code = stream.error_code
-    return 200 if code is None else MODERN_ERROR_STATUS.get(code, 200)
-
-
 async def modern_post(
     http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
     item: Message,
 ) -> None:
-    """Serve one MCP 2026-07-28 POST on a session and peer of its own, ended with it.
+    """Serve one MCP 2026-07-28 POST in this task.
 
     The headers are checked against the body first (400 with -32020, or
     -32022 for a version neither era has); ``Mcp-Session-Id`` and
     ``Last-Event-ID`` are ignored, and no session id is minted.
 
-    Cancellation: the request's handler is cancelled (the session ends).
+    Cancellation: the request's handler is cancelled.
     """
     if not isinstance(item, Request):
         # This revision defines no client notification over HTTP; a
@@ -137,75 +132,138 @@ async def modern_post(
                    "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
                    data={"supported": list(ALL_PROTOCOL_VERSIONS)})
         return
-    # A session kept from an earlier POST of this identity, else a new one.
-    session = http.kept.take(identity, scope) or await http.start_session(
-        identity, scope, era=MODERN_PROTOCOL_VERSION)
-    clean = False
-    try:
-        clean = await modern_answer(http, session, item, receive, send)
-    finally:
-        ended = http.kept.keep(session) if clean else session
-        if ended is not None:
-            await http.end_session(ended)
+    caller = Caller.of(identity, _facts(scope))
+    request = Request(item.id, item.method, item.params, caller=caller)
+    await modern_answer(http, request, receive, send)
 
 
-async def modern_answer(
-    http: HttpEndpoint, session: HttpSession, item: Request, receive: Receive, send: Send
-) -> bool:
+def _facts(scope: Scope) -> dict[str, Any]:
+    """What the transport knows of a POST's sender, as a connection's ``bus.info`` has it."""
+    client = scope.get("client")
+    info: dict[str, Any] = {
+        "transport": "http",
+        "path": scope.get("path"),
+        "session_id": None,
+        "remote": f"{client[0]}:{client[1]}" if client else None,
+    }
+    if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
+        info[IDENTITY_INFO] = verified
+    return info
+
+
+def modern_status(reply: Message) -> int:
+    """The HTTP status of a modern request's JSON answer (2026-07-28 error codes)."""
+    if isinstance(reply, ErrorResponse):
+        return MODERN_ERROR_STATUS.get(reply.error.code, 200)
+    return 200
+
+
+async def modern_answer(http: HttpEndpoint, item: Request, receive: Receive, send: Send) -> None:
     """Answer a modern request: JSON with its status, or SSE once it sends a notification.
 
-    The answer is held until the handler's first message: the response
-    alone goes out as ``application/json`` with the status its error code
-    calls for; a notification first starts an SSE stream (200) that ends
-    with the response. ``subscriptions/listen`` goes the same way (a
-    refused one is a JSON error with its status; an accepted one starts with
-    its acknowledgement) and stays open (keep-alive comments) until the
-    client closes it.
-
-    Returns:
-        True when the request was answered in full (its session may serve again).
+    Answered at once (the handler did not wait): no disconnect watcher, no
+    Trio task. Else the handler's rest runs here under a disconnect watcher,
+    with an SSE writer beside it (not in ``json_response`` mode, where its
+    notifications are dropped).
     """
     listen = item.method == "subscriptions/listen"
-    if http.json_response and not listen:
-        json_stream = session.open_stream(item.id, json=True)
-        await session.receive(item)
-        if not json_stream.ended and not await until_disconnect(
-            receive, partial(wait_ended, json_stream)
-        ):
-            return False
-        if json_stream.answer is None:
-            await _unanswered(send, item)
-            return False
-        await respond_json(send, modern_status(json_stream), json_stream.answer)
-        return True
-    stream = session.open_stream(item.id, json=False)
-    cursor = await session.prime(stream)  # where the answer starts; never written
-    await session.receive(item)
-    first: list[bytes] = []
+    answer = _Answer(send, json=http.json_response and not listen, keepalive=http.keepalive)
+    started = http.requests.serve(item, answer)
+    after_send = None
+    try:
+        if type(started) is tuple:
+            reply, after_send = started
+        else:
+            outcome: list[Answered] = []
 
-    async def wait_first() -> bool:
+            async def serve() -> None:
+                async with trio.open_nursery() as nursery:
+                    if not answer.json:
+                        nursery.start_soon(answer.write_notes)
+                    try:
+                        outcome.append(await started)  # type: ignore[misc]
+                    finally:
+                        answer.close()
+
+            if not await until_disconnect(receive, serve):
+                return  # the client left: the handler was cancelled
+            reply, after_send = outcome[0]
+        await answer.finish(reply)
+    finally:
+        if after_send is not None:
+            after_send()  # e.g. a task's work starts
+
+
+@final
+class _Answer:
+    """One modern POST's HTTP response: the request's outlet for its notifications.
+
+    Notifications are held (JSON until the first one; then an SSE stream
+    whose events carry no ids: a modern request cannot be resumed).
+    """
+
+    __slots__ = ("_changed", "_closed", "_notes", "_send", "_started", "json", "keepalive")
+
+    def __init__(self, send: Send, *, json: bool, keepalive: float | None) -> None:
+        self._send = send
+        self.json = json
+        self.keepalive = keepalive
+        self._notes: list[bytes] = []
+        self._changed = trio.Event()
+        self._closed = False
+        self._started = False  # the SSE response's head is sent
+
+    def deliver(self, data: bytes) -> None:
+        """A notification of the request (dropped for a JSON answer)."""
+        if self.json or self._closed:
+            return
+        self._notes.append(encode_event(data))
+        self._changed.set()
+
+    def close(self) -> None:
+        """The handler is done: the writer writes what is held and stops."""
+        self._closed = True
+        self._changed.set()
+
+    async def write_notes(self) -> None:
+        """Write the notifications as they come, from the first one on (SSE)."""
         while True:
-            changed = stream.changed
-            found = await session.store.replay_events_after(cursor)
-            if found is not None:
-                first.extend(data for _, data in found[1] if data)
-            if found is None or first or stream.ended:
-                return True
-            await changed.wait()
+            if self._notes:
+                if not self._started:
+                    self._started = True
+                    await self._send({"type": "http.response.start", "status": 200,
+                                      "headers": SSE_HEADERS})
+                data, self._notes = b"".join(self._notes), []
+                await self._send({"type": "http.response.body", "body": data,
+                                  "more_body": True})
+                continue
+            if self._closed:
+                return
+            self._changed = trio.Event()
+            if not self._started or self.keepalive is None:
+                await self._changed.wait()
+                continue
+            with trio.move_on_after(self.keepalive):
+                await self._changed.wait()
+                continue
+            await self._send({"type": "http.response.body", "body": encode_comment("keep-alive"),
+                              "more_body": True})
 
-    # Answered already (an immediate handler): no disconnect watcher.
-    if not await (wait_first() if stream.ended else until_disconnect(receive, wait_first)):
-        return False
-    if not first:
-        await _unanswered(send, item)
-        return False
-    if first[0] == stream.answer:  # the response came first: no notification
-        await respond_json(send, modern_status(stream), first[0])
-        return not listen
-    done = await write_sse(http, session, stream, receive, send, b"", cursor, [], ids=False)
-    return done and not listen
-
-
-async def _unanswered(send: Send, item: Request) -> None:
-    await fail(send, 503, "Service unavailable: the request ended unanswered",
-               request_id=item.id)
+    async def finish(self, reply: Message) -> None:
+        """Send the response: JSON with its status, or the stream's last event."""
+        data = encode_for_wire(reply)
+        if data is None:  # a result that is not JSON: the handler's bug
+            log.error("a 2026-07-28 answer that cannot be encoded as JSON: %.200r", reply)
+            await fail(self._send, 500, "Internal error: the answer is not JSON",
+                       code=INTERNAL_ERROR, request_id=getattr(reply, "id", None))
+            return
+        if self._started:
+            await self._send({"type": "http.response.body", "body": encode_event(data),
+                              "more_body": False})
+        elif self._notes:  # the notifications and the answer, complete: one body
+            body = b"".join(self._notes) + encode_event(data)
+            headers = [*SSE_HEADERS, (b"content-length", b"%d" % len(body))]
+            await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+            await self._send({"type": "http.response.body", "body": body})
+        else:
+            await respond_json(self._send, modern_status(reply), data)

@@ -51,7 +51,7 @@ import trio
 
 from .._util import unwrap_group
 from ..auth import Identity, TokenVerifier
-from ..peer import IDENTITY_INFO, App, required_scopes
+from ..peer import IDENTITY_INFO, App, RequestServer, required_scopes
 from ..peer._messages import MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, Request
 from ._http11 import LLHTTP_AVAILABLE, HttpServerSettings
 from ._http_auth import (
@@ -77,7 +77,6 @@ from ._http_policy import (
     header_values,
     respond,
 )
-from ._http_reuse import KeptSessions
 from ._http_servers import HttpAddress, HttpServerName, default_http_server, run_server
 from ._http_session import HttpSession
 from ._http_store import EventStore, MemoryEventStore
@@ -146,8 +145,9 @@ class StreamableHttpApp:
         init=False, repr=False,
         default=attrs.Factory(lambda self: self._refuse_unscoped, takes_self=True),
     )
-    #: Sessions of 2026-07-28 POSTs kept for the next POST of their identity.
-    kept: KeptSessions = attrs.field(factory=KeptSessions, init=False)
+    #: Serves 2026-07-28 POSTs, each in its own HTTP request's task (no session).
+    requests: RequestServer = attrs.field(init=False, default=attrs.Factory(
+        lambda self: RequestServer(self.app), takes_self=True))
     #: Clients whose ``tasks/*`` without ``Mcp-Name`` were logged (once each).
     unnamed: OncePerClient = attrs.field(factory=OncePerClient, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
@@ -162,6 +162,7 @@ class StreamableHttpApp:
         """
         with unwrap_group():
             async with self.app.registry.running(), trio.open_nursery() as nursery:
+                await nursery.start(self.requests.run)
                 self._nursery = nursery
                 try:
                     if self.session_idle_timeout is not None:
@@ -208,16 +209,11 @@ class StreamableHttpApp:
 
     async def start_session(
         self, identity: str | None, scope: Scope, *, pre_initialize: bool = False,
-        protocol_version: str | None = None, era: str | None = None,
+        protocol_version: str | None = None,
     ) -> HttpSession:
-        """Create and start a session; registered in ``sessions`` unless stateless or modern.
-
-        ``era="2026-07-28"``: the session of one modern POST: no session id,
-        a peer that speaks that revision from the start, events kept in
-        memory only (its stream cannot be resumed).
-        """
+        """Create and start a 2025-11-25 session; registered in ``sessions`` unless stateless."""
         assert self._nursery is not None
-        session_id = None if self.stateless or era is not None else secrets.token_urlsafe(32)
+        session_id = None if self.stateless else secrets.token_urlsafe(32)
         client = scope.get("client")
         info = {
             "transport": "http",
@@ -227,12 +223,12 @@ class StreamableHttpApp:
         }
         if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
             info[IDENTITY_INFO] = verified
-        store = MemoryEventStore() if era is not None else self.event_store(session_id or "")
+        store = self.event_store(session_id or "")
         session = HttpSession(
             session_id, identity, store, info,
-            stateless=self.stateless or era is not None, retry_ms=self.retry_ms,
+            stateless=self.stateless, retry_ms=self.retry_ms,
             keepalive=self.keepalive, last_active=trio.current_time(),
-            protocol_version=protocol_version, pre_initialize=pre_initialize, era=era,
+            protocol_version=protocol_version, pre_initialize=pre_initialize,
         )
         await self._nursery.start(session.run, self.app)
         if session_id is not None:

@@ -42,7 +42,6 @@ from ..peer import (
 )
 from ..peer._messages import (
     LATEST_PROTOCOL_VERSION,
-    META_SUBSCRIPTION_ID,
     ErrorData,
     ErrorResponse,
     Notification,
@@ -65,21 +64,6 @@ _NO_SERVER_REQUESTS: Final = (
     "stateless, so the client has no stream to receive them on"
 )
 
-#: Notifications a modern client receives only on a ``subscriptions/listen`` stream.
-SUBSCRIPTION_METHODS: Final = frozenset({
-    "notifications/tools/list_changed", "notifications/prompts/list_changed",
-    "notifications/resources/list_changed", "notifications/resources/updated",
-})
-
-
-def _unsubscribed_change(msg: Notification) -> bool:
-    """A list change or resource update without a subscription id (not a listen stream's)."""
-    if msg.method not in SUBSCRIPTION_METHODS:
-        return False
-    meta = (msg.params or {}).get("_meta") if isinstance(msg.params, dict) else None
-    return not (isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta)
-
-
 @final
 @attrs.define(eq=False)
 class HttpSession:
@@ -91,7 +75,6 @@ class HttpSession:
             later request must carry the same one.
         store: Its events.
         stateless: One POST only: no server-to-client requests, no GET.
-        era: ``"2026-07-28"``: one modern POST's (stateless; no untagged list changes).
         last_active: ``trio.current_time()`` of the last request.
         busy: HTTP requests being served now (an idle session has none).
     """
@@ -107,7 +90,6 @@ class HttpSession:
     busy: int = 0
     protocol_version: str | None = None
     pre_initialize: bool = True
-    era: str | None = None
     peer: Peer | None = attrs.field(default=None, init=False)
     bus: MessageBus = attrs.field(init=False)
     ends: BusEnds = attrs.field(init=False)
@@ -149,7 +131,7 @@ class HttpSession:
                     # Where the first GET starts: everything the peer sends
                     # before it is kept for it.
                     self.standalone.cursor = await self.store.store_event(STANDALONE, b"")
-                    self.peer = Peer(app, self.bus, Role.SERVER, era=self.era)
+                    self.peer = Peer(app, self.bus, Role.SERVER)
                     await nursery.start(self.peer.run)
                     if self.stateless and self.pre_initialize:
                         await self._stateless_handshake()
@@ -347,30 +329,7 @@ class HttpSession:
         if self.stateless and stream is self.standalone:
             log.debug("stateless session: dropped an unrelated %s", type(msg).__name__)
             return None
-        if self.era is not None and isinstance(msg, Notification) and _unsubscribed_change(msg):
-            # A list change the App broadcast to every connection: a modern
-            # client gets it only on a subscriptions/listen stream.
-            log.debug("modern request: dropped an untagged %s", msg.method)
-            return None
         return stream, data, is_answer
-
-    def forget_requests(self) -> bool:
-        """Forget this session's request streams and their events, if all have ended.
-
-        Returns:
-            False (and nothing changed) when a stream is still open or the
-            events are not in a :class:`MemoryEventStore`.
-        """
-        if not isinstance(self.store, MemoryEventStore) or any(
-            not s.ended for s in self.by_request.values()
-        ) or any(not s.ended for i, s in self.streams.items() if i != STANDALONE):
-            return False
-        for stream_id in self.streams.keys() - {STANDALONE}:
-            del self.streams[stream_id]
-            self.store.drop_now(stream_id)
-        self.by_request.clear()
-        self.by_progress_token.clear()
-        return True
 
     async def prime(self, stream: SseStream) -> str:
         """Store a priming event (an id, no data) on ``stream``; return its id."""

@@ -4,6 +4,7 @@ They are written once, for both eras; how an era reads a request and shapes
 its answer is the business of :mod:`trio_mcp.peer._dialects`.
 """
 
+from ._base import Caller as Caller
 from ._base import PeerCore as PeerCore
 from ._base import Role as Role
 from ._context import RequestContext as RequestContext

@@ -17,6 +17,7 @@ from ._pending import ProgressCallback as ProgressCallback
 from ._pending import call_progress as call_progress
 from ._session import MAX_CONCURRENT_REQUESTS as MAX_CONCURRENT_REQUESTS
 from ._session import Admission as Admission
+from ._session import Answered as Answered
 from ._session import ImmediateHandler as ImmediateHandler
 from ._session import NotificationHandler as NotificationHandler
 from ._session import Reply as Reply

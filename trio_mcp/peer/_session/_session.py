@@ -30,8 +30,10 @@ module never names an MCP method.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from types import CoroutineType
 from typing import Any, TypeAlias, TypeVar, final
 
@@ -47,7 +49,7 @@ from ..._errors import (
     ConnectionClosed,
     McpError,
 )
-from ..._inline import run_inline
+from ..._inline import in_context, run_inline
 from .._messages import (
     ErrorData,
     ErrorResponse,
@@ -69,6 +71,8 @@ log = logging.getLogger("trio_mcp.peer")
 T = TypeVar("T")
 
 RequestHandler: TypeAlias = Callable[[Request], Awaitable[Any]]
+#: A request's answer and what to call once it is sent (or failed to be).
+Answered: TypeAlias = tuple[Message, Callable[[], None] | None]
 #: A handler that answers at once, in the dispatching task: it returns the
 #: result (as a :data:`RequestHandler` does) or raises, or, when it must
 #: wait, returns a coroutine: the session starts it in the dispatching task
@@ -324,6 +328,58 @@ class Session(Outbound):
         # Named by its method: Trio need not format a name per request.
         self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
 
+    def serve_here(self, req: Request, relate: RequestId) -> Answered | Awaitable[Answered]:
+        """Serve ``req`` in the calling task: one that came without a connection.
+
+        The same tables, refusals and answer shaping as a request read from
+        the bus, with no in-flight bookkeeping: the caller owns the request
+        (cancelling the task that awaits the rest cancels the handler) and
+        sends the answer itself. What the handler sends is related to
+        ``relate`` (``related_request_id``), so the caller can tell its
+        messages apart from those of the other requests it serves at once.
+
+        Returns:
+            The answer and what to call once it is sent, when the handler
+            did not wait; else an awaitable of them (await it in any task:
+            it runs in the context the request started in).
+        """
+        box: list[Answered | Awaitable[Answered]] = []
+        if _telemetry.active is None:
+            box.append(self._begin_here(req, relate))
+        else:  # under its server span (the rest, awaited later, inherits it)
+            _telemetry.serve(self, req, lambda r: box.append(_in_span(self._begin_here(r, relate))))
+        return box[0]
+
+    def _begin_here(self, req: Request, relate: RequestId) -> Answered | Awaitable[Answered]:
+        for check in (self.route, self.admit):
+            refusal = check(req) if check is not None else None
+            if refusal is not None:
+                reply = ErrorResponse(req.id, refusal)
+                if _telemetry.active is not None:
+                    _telemetry.answered(req.id, reply)
+                return reply, None
+        immediate = self.immediate_handlers.get(req.method)
+        if immediate is not None:
+            started = _start(req, immediate, relate)
+            if type(started) is tuple:
+                return started
+            work: Awaitable[Any] = started  # type: ignore[assignment]
+        else:
+            handler = self.request_handlers.get(req.method)
+            if handler is None:
+                reply = ErrorResponse(
+                    req.id, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
+                )
+                if _telemetry.active is not None:
+                    _telemetry.answered(req.id, reply)
+                return reply, None
+            work = handler(req)
+        token = current_request_id.set(relate)
+        try:
+            return in_context(_finish(req, work))
+        finally:
+            current_request_id.reset(token)
+
     def reply_now(
         self, req: Request, reply: Message, after_send: Callable[[], None] | None
     ) -> None:
@@ -450,17 +506,16 @@ def _failure(req: Request, exc: Exception) -> ErrorResponse:
     return reply
 
 
-def _answer_at_once(
-    session: Session, req: Request, immediate: ImmediateHandler
-) -> Awaitable[Any] | None:
-    """Run an immediate handler in the dispatching task and send its answer.
+def _start(
+    req: Request, immediate: ImmediateHandler, relate: RequestId
+) -> Answered | Awaitable[Any]:
+    """Run an immediate handler in this task: the answer, or the rest to await.
 
-    The request's id is current (as in ``Session._serve``) while the handler
-    runs. A coroutine it returns is started here too (:func:`run_inline`): if
-    it returns without waiting, that is the answer. Returns the rest of the
-    coroutine to run as the request's task when it must wait, else ``None``.
+    ``relate`` is current (what the handler sends is related to it) while the
+    handler runs. A coroutine it returns is started here too
+    (:func:`run_inline`): if it returns without waiting, that is the answer.
     """
-    token = current_request_id.set(req.id)
+    token = current_request_id.set(relate)
     try:
         out = immediate(req)
         if type(out) is CoroutineType:
@@ -469,14 +524,52 @@ def _answer_at_once(
             if not done:
                 return out
     except Exception as exc:
-        session.reply_now(req, _failure(req, exc), None)
-        return None
+        return _failure(req, exc), None
     finally:
         current_request_id.reset(token)
     # The answer, and what runs once it is sent (a task's actor starts: it
     # outlives the request), belong to no request.
-    session.reply_now(req, *_answer(req, out))
-    return None
+    return _answer(req, out)
+
+
+def _answer_at_once(
+    session: Session, req: Request, immediate: ImmediateHandler
+) -> Awaitable[Any] | None:
+    """Run an immediate handler in the dispatching task and send its answer.
+
+    Returns the rest of the handler's coroutine to run as the request's task
+    when it must wait, else ``None``.
+    """
+    started = _start(req, immediate, req.id)
+    if type(started) is tuple:
+        session.reply_now(req, *started)
+        return None
+    return started  # type: ignore[return-value]
+
+
+def _in_span(started: Answered | Awaitable[Answered]) -> Answered | Awaitable[Answered]:
+    """``after_send`` to be called in this context (a task's work span is the child of
+    the creating request's server span, current here), whoever calls it later."""
+    if type(started) is tuple and started[1] is not None:
+        return started[0], partial(contextvars.copy_context().run, started[1])
+    return started
+
+
+async def _finish(req: Request, work: Awaitable[Any]) -> Answered:
+    """Await a handler's ``work`` and make its outcome ``req``'s answer.
+
+    Cancellation: the answer is never known (a tracing span ends unanswered).
+    """
+    try:
+        out = await work
+    except Exception as exc:
+        return _failure(req, exc), None
+    except BaseException:
+        if _telemetry.active is not None:
+            _telemetry.answered(req.id, None)
+        raise
+    answered = _answer(req, out)
+    return answered if _telemetry.active is None else _in_span(answered)  # type: ignore[return-value]
 
 
 def _on_progress(session: Session, params: dict[str, Any]) -> None:

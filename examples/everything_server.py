@@ -604,7 +604,7 @@ def add_http_tools(app: trio_mcp.App, http_app: trio_mcp.StreamableHttpApp) -> N
     @app.tool(description="A tool that triggers SSE stream closure to test client "
                           "reconnection behavior")
     async def test_reconnection(ctx: trio_mcp.RequestContext) -> str:
-        session_id = ctx.peer.bus.info.get("session_id")
+        session_id = ctx.info.get("session_id")
         closed = session_id is not None and http_app.close_sse_stream(session_id, ctx.request_id)
         await trio.sleep(0.1)  # the client reconnects after the retry delay
         return ("Reconnection test completed" if closed

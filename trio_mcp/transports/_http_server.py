@@ -189,7 +189,7 @@ class StreamableHttpApp:
         The stream goes on: the server sends ``retry`` and closes the HTTP
         response; the client reconnects with ``Last-Event-ID`` after
         ``retry_ms`` and gets every event after it, the response included.
-        A tool reaches its ids as ``ctx.peer.bus.info["session_id"]`` and
+        A tool reaches its ids as ``ctx.info["session_id"]`` and
         ``ctx.request_id``.
 
         Returns:

@@ -28,9 +28,10 @@ from .._messages import (
     ClientCapabilities,
     Implementation,
     Request,
+    TaskMetadata,
     converter,
 )
-from .._tasks import PulledInputs
+from .._tasks import PulledInputs, TaskRecord
 from ._mrtr import MAX_QUESTIONS, InputRequired, missing_capability
 
 T = TypeVar("T")
@@ -67,6 +68,8 @@ class ModernRequest:
         log_level: ``io.modelcontextprotocol/logLevel``; ``None``: no log messages.
         round: The MRTR answers (``tools/call``, ``prompts/get``, ``resources/read``),
             set by the dialect once the request's answers are read.
+        task: The task a ``tools/call`` runs as (the server decided; see
+            ``_modern_tasks.prepare_call``), else ``None``.
     """
 
     method: str
@@ -75,6 +78,7 @@ class ModernRequest:
     client_info: Implementation | None = None
     log_level: str | None = None
     round: RoundState | None = None
+    task: TaskMetadata | None = None
 
     def answer(self, method: str, params: dict[str, Any], key: str | None) -> tuple[str, Any]:
         """The recorded answer to one question, as ``(key, answer)``; ``answer`` is None if new.
@@ -134,6 +138,21 @@ class ModernRequest:
         if missing:
             raise InputRequired(missing)
         return results
+
+    def task_created(self, record: TaskRecord, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """The tasks extension's ``CreateTaskResult``: ``resultType: "task"`` and the task."""
+        out: dict[str, Any] = {
+            "resultType": "task", "taskId": record.task_id, "status": record.status._value_,
+            "createdAt": record.created_at, "lastUpdatedAt": record.last_updated_at,
+            "ttlMs": record.ttl,
+        }
+        if record.poll_interval is not None:
+            out["pollIntervalMs"] = record.poll_interval
+        if record.status_message is not None:
+            out["statusMessage"] = record.status_message
+        if meta is not None:
+            out["_meta"] = meta
+        return out
 
     def task_questions(self) -> PulledInputs:
         """A task's questions in this era: shown by ``tasks/get``, answered by ``tasks/update``."""

@@ -55,7 +55,6 @@ from ._era import (
 )
 from ._modern_tasks import (
     TASKS_EXTENSION,
-    create_result,
     prepare_call,
     run_prelude,
     tasks_cancel,
@@ -236,8 +235,7 @@ def usable_answers(recorded: RecordedRound | None, responses: dict[str, Any]) ->
 def _finish(peer: PeerCore, method: str, out: Any) -> Any:
     """A handler's outcome in the modern shape (a :class:`Reply` stays one)."""
     if isinstance(out, Reply):
-        result = create_result(out.result) if "task" in out.result else out.result
-        return Reply(envelope(peer, method, result), out.after_send)
+        return Reply(envelope(peer, method, out.result), out.after_send)
     return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
 
 
@@ -250,7 +248,7 @@ async def _complete(
     try:
         if inspect.isawaitable(out):
             out = await out
-        if prelude and isinstance(out, Reply) and "task" in out.result:
+        if prelude and isinstance(out, Reply):
             out = await run_prelude(peer, out, modern)
     except InputRequired as need:
         assert modern.round is not None
@@ -284,9 +282,7 @@ def wrap(
             raise _legacy_code(exc) from None
         finally:
             current_dialect.reset(token)
-        if inspect.isawaitable(out) or (
-            prelude and isinstance(out, Reply) and "task" in out.result
-        ):
+        if inspect.isawaitable(out) or (prelude and isinstance(out, Reply)):
             return _complete(peer, req, params, modern, out, prelude)
         return _finish(peer, method, out)
 

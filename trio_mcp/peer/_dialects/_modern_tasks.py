@@ -6,10 +6,11 @@ binding, caps, the reaper); this module is only its 2026-07-28 wire:
 * a modern ``tools/call`` becomes a task when the request declared the
   extension and the tool's ``task_support`` says so (``required`` always:
   ``-32021`` without the extension; ``optional`` by the App's
-  ``modern_task_policy``; ``forbidden`` never). :func:`prepare_call` makes
-  the call task-augmented for the tools feature, :func:`create_result`
-  turns its ``CreateTaskResult`` into the extension's (``resultType:
-  "task"`` and the task's fields at the top level);
+  ``modern_task_policy``; ``forbidden`` never). :func:`prepare_call` puts
+  that decision on the request's ``ModernRequest`` (``task``), which the
+  tools feature asks, and whose ``task_created`` shapes the extension's
+  ``CreateTaskResult`` (``resultType: "task"`` and the task's fields at the
+  top level);
 * the task's questions are pulled: its actor gets a
   :class:`~trio_mcp.peer._tasks.PulledInputs`, ``tasks/get`` shows them
   (``inputRequests``) and ``tasks/update`` answers them;
@@ -37,7 +38,7 @@ from ..._errors import (
 from ..._inline import leave_reader
 from .._features._base import PeerCore
 from .._features._scopes import check_task_scopes
-from .._messages import ErrorData, Request, TaskStatus, to_wire
+from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from .._tasks._store import InputAnswer
@@ -75,7 +76,7 @@ def require_tasks(req: Request) -> ModernRequest:
 
 
 def prepare_call(peer: PeerCore, params: dict[str, Any], modern: ModernRequest) -> bool:
-    """Decide whether a modern ``tools/call`` runs as a task; mark ``params`` if so.
+    """Decide whether a modern ``tools/call`` runs as a task (``modern.task``).
 
     Returns:
         True when the task's tool runs a prelude (``task_prelude=True``).
@@ -97,7 +98,7 @@ def prepare_call(peer: PeerCore, params: dict[str, Any], modern: ModernRequest) 
         return False
     policy = peer.app.modern_task_policy
     if support == "required" or (policy(spec.tool.name) if callable(policy) else policy):
-        params["task"] = {}
+        modern.task = TaskMetadata()
         return spec.tool.name in peer.app.task_preludes
     return False
 
@@ -158,7 +159,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     Cancellation: the task is deleted (its work cancelled).
     """
     registry = peer.app.registry
-    task_id = created.result["task"]["taskId"]
+    task_id = created.result["taskId"]
     actor = registry.running_actor(task_id)
     if actor is None:
         return created
@@ -175,9 +176,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     if prelude.outcome == "input_required" and prelude.need is not None:
         registry.expire(task_id)
         raise prelude.need
-    result = dict(created.result)
-    result["task"] = actor.record.wire()
-    return Reply(result, _nothing)
+    return Reply(modern.task_created(actor.record, created.result.get("_meta")), _nothing)
 
 
 def _nothing() -> None:
@@ -196,23 +195,6 @@ def task_fields(record: TaskRecord) -> dict[str, Any]:
     }
     if record.status_message is not None:
         out["statusMessage"] = record.status_message
-    return out
-
-
-def create_result(legacy: dict[str, Any]) -> dict[str, Any]:
-    """A 2025-11-25 ``CreateTaskResult`` (``{"task": {...}}``) in the extension's shape."""
-    task = legacy["task"]
-    out: dict[str, Any] = {"resultType": "task"}
-    out.update({
-        "taskId": task["taskId"], "status": task["status"], "createdAt": task["createdAt"],
-        "lastUpdatedAt": task["lastUpdatedAt"], "ttlMs": task.get("ttl"),
-    })
-    if "pollInterval" in task:
-        out["pollIntervalMs"] = task["pollInterval"]
-    if "statusMessage" in task:
-        out["statusMessage"] = task["statusMessage"]
-    if "_meta" in legacy:
-        out["_meta"] = legacy["_meta"]
     return out
 
 

@@ -21,8 +21,8 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from .._messages import ClientCapabilities
-from .._tasks import PulledInputs
+from .._messages import ClientCapabilities, TaskMetadata
+from .._tasks import PulledInputs, TaskRecord
 
 T = TypeVar("T")
 
@@ -34,11 +34,19 @@ class Dialect(Protocol):
         protocol_version: The request's protocol version.
         client_capabilities: The capabilities the request declared.
         log_level: The log level the request asked for (``None``: no log messages).
+        task: The task a ``tools/call`` runs as when the era has the server decide
+            (2026-07-28: the tool's task support and the request's declared
+            extension); ``None``: a plain call.
     """
 
     protocol_version: str
     client_capabilities: ClientCapabilities
     log_level: str | None
+    task: TaskMetadata | None
+
+    def task_created(self, record: TaskRecord, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """The answer to a request that became the task ``record``, in this era's shape."""
+        ...
 
     def ask(self, method: str, params: dict[str, Any], result_type: type[T], key: str | None) -> T:
         """Answer one question from what the request carries, or stop the handler.

@@ -99,6 +99,8 @@ class Tools(PeerCore):
         if self.role is not Role.SERVER or not tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/call")
         name, arguments, task, meta = call_params_fields(req.params)
+        if req.dialect is not None:  # the era decides (2026-07-28: the server, not params)
+            task = req.dialect.task
         spec: ToolSpec | None = tools.get(name)
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")

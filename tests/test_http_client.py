@@ -161,6 +161,38 @@ async def test_http_stateless_mode_has_no_sessions_and_no_get() -> None:
         assert http_app.sessions == {}
 
 
+async def test_http_stateless_post_stands_alone_with_its_headers_version() -> None:
+    """Stateless mode: a POST without an initialize before it is served with the version
+    its MCP-Protocol-Version names and no client capabilities, and no initialize is made
+    up on the client's behalf (the peer never receives one)."""
+    from trio_mcp.peer._session import message_observers
+
+    app = example_app()
+
+    @app.tool()
+    async def era(ctx: trio_mcp.RequestContext) -> str:
+        caps = ctx.client_capabilities
+        return f"{ctx.era} {caps is not None and caps.sampling is None}"
+
+    received: list[str | None] = []
+
+    def observe(direction: str, _: Any, method: str | None) -> None:
+        if direction == "received":
+            received.append(method)
+
+    message_observers.append(observe)
+    try:
+        async with serving(app, stateless=True) as (url, _), http_client() as client:
+            raw = Raw(client, url)
+            for version in ("2025-06-18", "2025-11-25"):
+                response = await raw.post(call(1, "era", {}), mcp_protocol_version=version)
+                text = messages_of(response.content)[-1]["result"]["content"][0]["text"]
+                assert text == f"{version} True"
+    finally:
+        message_observers.remove(observe)
+    assert received == ["tools/call", "tools/call"]
+
+
 async def test_http_stateless_server_to_client_request_fails_clearly() -> None:
     app = example_app()
 

@@ -41,7 +41,6 @@ from ..peer import (
     open_bus,
 )
 from ..peer._messages import (
-    LATEST_PROTOCOL_VERSION,
     ErrorData,
     ErrorResponse,
     Notification,
@@ -58,7 +57,6 @@ log = logging.getLogger("trio_mcp.transports")
 MAX_ENDED_STREAMS: Final = 64
 #: The stream id of the session's standalone (GET) stream.
 STANDALONE: Final = "0"
-_STATELESS_INIT_ID: Final = "trio-mcp-stateless-initialize"
 _NO_SERVER_REQUESTS: Final = (
     "Server-to-client requests are not available: this Streamable HTTP server is "
     "stateless, so the client has no stream to receive them on"
@@ -132,9 +130,10 @@ class HttpSession:
                     # before it is kept for it.
                     self.standalone.cursor = await self.store.store_event(STANDALONE, b"")
                     self.peer = Peer(app, self.bus, Role.SERVER)
-                    await nursery.start(self.peer.run)
                     if self.stateless and self.pre_initialize:
-                        await self._stateless_handshake()
+                        # No session: each POST stands alone, with its header's version.
+                        self.peer.assume_initialized(self.protocol_version)
+                    await nursery.start(self.peer.run)
                     task_status.started()
         finally:
             self.closed = True
@@ -143,21 +142,6 @@ class HttpSession:
             self._done.set()
             with trio.CancelScope(shield=True):
                 await self.store.forget()
-
-    async def _stateless_handshake(self) -> None:
-        # Each stateless POST gets a fresh peer: initialize it on the
-        # client's behalf (the client's answer is swallowed by the router).
-        self.by_request[_STATELESS_INIT_ID] = SseStream("x", _STATELESS_INIT_ID, json=True)
-        await self.ends.to_peer.send(Request(_STATELESS_INIT_ID, "initialize", {
-            "protocolVersion": self.protocol_version or LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "stateless-http-client", "version": "0"},
-        }))
-        stream = self.by_request[_STATELESS_INIT_ID]
-        while not stream.ended:
-            await stream.changed.wait()
-        del self.by_request[_STATELESS_INIT_ID]
-        await self.ends.to_peer.send(Notification("notifications/initialized"))
 
     async def close(self) -> None:
         """End the session: stop the peer, end every stream, drop the events.

@@ -23,6 +23,7 @@ from ..._errors import INVALID_REQUEST, METHOD_NOT_FOUND, McpError, RemoteProtoc
 from .._messages import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
+    ClientCapabilities,
     ErrorData,
     InitializeParams,
     InitializeResult,
@@ -94,6 +95,25 @@ class Lifecycle(PeerCore):
             server_info=self.app.info,
             instructions=self.app.instructions,
         )
+
+    def assume_initialized(self, protocol_version: str | None) -> None:
+        """Serve as a server whose client made no handshake but each request stands alone.
+
+        Stateless Streamable HTTP (2025-11-25): every POST is served on its
+        own, with the protocol version its ``MCP-Protocol-Version`` header
+        names (the latest when absent or unknown) and no client capabilities
+        or client info (none was sent). Nothing goes on the wire.
+        """
+        requested = protocol_version or LATEST_PROTOCOL_VERSION
+        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        self.protocol_version = version
+        self.remote_capabilities = ClientCapabilities()
+        self._initialize_answered = True
+        self.session.admit = None
+        self.session.route = None  # the era is chosen: 2025-11-25, as an initialize would
+        self.declared_capabilities = self.app.server_capabilities()
+        if self.session.gate is not None:
+            self.session.gate.set()
 
     async def _on_discover(self, req: Request) -> dict[str, Any]:
         raise McpError(

@@ -185,9 +185,11 @@ async def modern_answer(http: HttpEndpoint, item: Request, receive: Receive, sen
                     finally:
                         answer.close()
 
-            if not await until_disconnect(receive, serve):
-                return  # the client left: the handler was cancelled
-            reply, after_send = outcome[0]
+            answered = await until_disconnect(receive, serve)
+            if outcome:  # (a task it created starts, even if the client left since)
+                reply, after_send = outcome[0]
+            if not answered:
+                return  # the client left: the handler was cancelled, or its answer is lost
         await answer.finish(reply)
     finally:
         if after_send is not None:

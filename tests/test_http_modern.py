@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 
 import trio_mcp
 from trio_mcp.peer._messages import ALL_PROTOCOL_VERSIONS
@@ -486,6 +487,8 @@ async def test_modern_client_disconnect_cancels_the_request() -> None:
         with trio.fail_after(10):
             await probe.cancelled.wait()
         assert http_app.sessions == {}
+        await trio.testing.wait_all_tasks_blocked()
+        assert http_app.requests._outlets == {}  # nothing of the request stays
 
 
 # --- GET, DELETE and the legacy era beside ------------------------------------------------------

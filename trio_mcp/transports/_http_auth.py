@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from ..auth import Identity, InvalidToken
+from ..peer import IDENTITY_INFO
 from ._http_policy import HttpPolicy, Scope, Send, fail, header, header_values, respond
 
 log = logging.getLogger("trio_mcp.transports")
@@ -33,6 +34,22 @@ audit = logging.getLogger("trio_mcp.audit")
 IDENTITY_KEY: Final = "trio_mcp.identity"
 WELL_KNOWN: Final = "/.well-known/oauth-protected-resource"
 _JSON: Final = [(b"content-type", b"application/json")]
+
+
+def request_facts(scope: Scope, session_id: str | None = None) -> dict[str, Any]:
+    """What the transport knows of an HTTP request's sender (a peer's ``bus.info``, or a
+    2026-07-28 POST's ``Caller.info``): transport, path, session id, remote address and
+    the verified identity, if any."""
+    client = scope.get("client")
+    info: dict[str, Any] = {
+        "transport": "http",
+        "path": scope.get("path"),
+        "session_id": session_id,
+        "remote": f"{client[0]}:{client[1]}" if client else None,
+    }
+    if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
+        info[IDENTITY_INFO] = verified
+    return info
 
 
 def metadata_paths(path: str | None, resource: str | None = None) -> tuple[str, ...]:

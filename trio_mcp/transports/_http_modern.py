@@ -31,8 +31,7 @@ from .._errors import (
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from ..auth import Identity
-from ..peer import IDENTITY_INFO, Answered, App, Caller, Message, encode_for_wire
+from ..peer import Answered, App, Caller, Message, encode_for_wire
 from ..peer._dialects import unsupported_version
 from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
@@ -41,7 +40,7 @@ from ..peer._messages import (
     ErrorResponse,
     Request,
 )
-from ._http_auth import IDENTITY_KEY
+from ._http_auth import request_facts
 from ._http_endpoint import SSE_HEADERS, HttpEndpoint, respond_json
 from ._http_policy import (
     HeaderMismatch,
@@ -132,23 +131,9 @@ async def modern_post(
                    "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
                    data={"supported": list(ALL_PROTOCOL_VERSIONS)})
         return
-    caller = Caller.of(identity, _facts(scope))
+    caller = Caller.of(identity, request_facts(scope))
     request = Request(item.id, item.method, item.params, caller=caller)
     await modern_answer(http, request, receive, send)
-
-
-def _facts(scope: Scope) -> dict[str, Any]:
-    """What the transport knows of a POST's sender, as a connection's ``bus.info`` has it."""
-    client = scope.get("client")
-    info: dict[str, Any] = {
-        "transport": "http",
-        "path": scope.get("path"),
-        "session_id": None,
-        "remote": f"{client[0]}:{client[1]}" if client else None,
-    }
-    if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
-        info[IDENTITY_INFO] = verified
-    return info
 
 
 def modern_status(reply: Message) -> int:

@@ -61,6 +61,7 @@ from ._http_auth import (
     configured_resource,
     insufficient_scope,
     metadata_paths,
+    request_facts,
     serve_metadata,
     serves_metadata,
 )
@@ -214,15 +215,7 @@ class StreamableHttpApp:
         """Create and start a 2025-11-25 session; registered in ``sessions`` unless stateless."""
         assert self._nursery is not None
         session_id = None if self.stateless else secrets.token_urlsafe(32)
-        client = scope.get("client")
-        info = {
-            "transport": "http",
-            "path": scope.get("path"),
-            "session_id": session_id,
-            "remote": f"{client[0]}:{client[1]}" if client else None,
-        }
-        if isinstance(verified := scope.get(IDENTITY_KEY), Identity):
-            info[IDENTITY_INFO] = verified
+        info = request_facts(scope, session_id)
         store = self.event_store(session_id or "")
         session = HttpSession(
             session_id, identity, store, info,

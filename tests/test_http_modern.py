@@ -336,9 +336,9 @@ def test_modern_header_values_lose_surrounding_whitespace() -> None:
     scope = {"headers": [(b"mcp-protocol-version", b" 2026-07-28"),
                          (b"mcp-method", b"tools/call\t"), (b"mcp-name", b"  echo  ")]}
     check_modern_headers(scope, "tools/call", TOOL_CALL["params"], lambda _: None)
-    scope["headers"][2] = (b"mcp-name", b"  ech o ")
+    inner = {"headers": [*scope["headers"][:2], (b"mcp-name", b"  ech o ")]}  # a new request
     with pytest.raises(HeaderMismatch):
-        check_modern_headers(scope, "tools/call", TOOL_CALL["params"], lambda _: None)
+        check_modern_headers(inner, "tools/call", TOOL_CALL["params"], lambda _: None)
 
 
 async def test_modern_missing_meta_version_with_header_is_invalid_params_not_mismatch() -> None:

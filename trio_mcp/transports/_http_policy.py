@@ -38,12 +38,29 @@ LOOPBACK_HOST_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
 _JSON: Final = [(b"content-type", b"application/json")]
 
 
-def header_values(scope: Scope, name: str) -> list[str]:
-    """Every value of header ``name`` (lower case) in an ASGI scope."""
-    key = name.encode("ascii")
-    size = len(key)  # most names differ in length: no lower() for them
-    return [v.decode("latin-1") for k, v in scope.get("headers", ())
-            if len(k) == size and k.lower() == key]
+#: Where :func:`header_values` keeps a request's headers by name, in its ASGI scope.
+_BY_NAME: Final = "trio_mcp.headers"
+_NONE: Final[tuple[str, ...]] = ()
+
+
+def header_values(scope: Scope, name: str) -> Sequence[str]:
+    """Every value of header ``name`` (lower case) in an ASGI scope, in order.
+
+    The headers are read into a table by name once per request (kept in the
+    scope): a request's dozen lookups do not each scan every header.
+    """
+    table: dict[str, list[str]] | None = scope.get(_BY_NAME)
+    if table is None:
+        table = {}
+        for key, value in scope.get("headers", ()):
+            name_ = key.decode("latin-1").lower()
+            found = table.get(name_)
+            if found is None:
+                table[name_] = [value.decode("latin-1")]
+            else:
+                found.append(value.decode("latin-1"))
+        scope[_BY_NAME] = table
+    return table.get(name, _NONE)
 
 
 def header(scope: Scope, name: str) -> str | None:
@@ -259,7 +276,8 @@ def _field_value(scope: Scope, name: str, display: str) -> str | None:
     if len(values) > 1:
         raise HeaderMismatch(f"Header mismatch: the {display} header is repeated")
     value = values[0]
-    if not all(c == "\t" or 0x20 <= ord(c) <= 0x7E for c in value):
+    # Visible ASCII, space and tab: ASCII's printable characters are 0x20-0x7E.
+    if not (value.isascii() and (value.isprintable() or value.replace("\t", " ").isprintable())):
         raise HeaderMismatch(f"Header mismatch: the {display} header holds invalid characters")
     return value.strip(" \t")
 

@@ -180,18 +180,36 @@ async def _serve_ws(app: trio_mcp.App, port: int, tokens: dict[str, str] | None)
         print(address.port, flush=True)
 
 
+async def _serve_http(
+    app: trio_mcp.App, port: int, tokens: dict[str, str] | None, server: str
+) -> None:
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(
+            lambda task_status: trio_mcp.serve_http(
+                app, "127.0.0.1", port, tokens=tokens, server=server,  # type: ignore[arg-type]
+                task_status=task_status,
+            )
+        )
+        print(address.port, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="serve a reliability app")
     parser.add_argument("app", choices=sorted(BUILDERS))
     parser.add_argument("--ws", type=int, metavar="PORT", help="serve WebSocket on 127.0.0.1")
+    parser.add_argument("--http", type=int, metavar="PORT",
+                        help="serve Streamable HTTP on 127.0.0.1 (path /mcp)")
+    parser.add_argument("--http-server", choices=("llhttp", "hypercorn"), default="llhttp")
     parser.add_argument("--clients", type=int, default=0,
-                        help="accept bearer tokens load-0..load-N-1 (WebSocket)")
+                        help="accept bearer tokens load-0..load-N-1 (WebSocket, HTTP)")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
     app = BUILDERS[args.app]()
+    tokens = {f"{LOAD_TOKEN_PREFIX}{n}": f"client-{n}" for n in range(args.clients)} or None
     if args.ws is not None:
-        tokens = {f"{LOAD_TOKEN_PREFIX}{n}": f"client-{n}" for n in range(args.clients)} or None
         trio.run(_serve_ws, app, args.ws, tokens)
+    elif args.http is not None:
+        trio.run(_serve_http, app, args.http, tokens, args.http_server)
     else:
         trio.run(trio_mcp.serve_stdio, app)
 

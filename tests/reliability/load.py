@@ -1,7 +1,9 @@
 """The load run: many WebSocket clients running many tasks on loopback.
 
-    python -m tests.reliability.load                  # 50 clients x 200 tasks
+    python -m tests.reliability.load                  # 50 clients x 200 tasks, WebSocket
     python -m tests.reliability.load --clients 10 --tasks 50 --json out.json
+    python -m tests.reliability.load --http llhttp    # the same over Streamable HTTP
+    python -m tests.reliability.load --http hypercorn
 
 The server (``tests/reliability/apps.py``, app ``load``) runs in its own
 process, so client and server each have a core. Each client authenticates
@@ -116,7 +118,7 @@ class Load:
     async def one_client(self, url: str, c: int) -> None:
         rng = random.Random(c)
         token = f"{LOAD_TOKEN_PREFIX}{c}"
-        async with trio_mcp.open_websocket_client(url, token=token) as client:
+        async with self.open_client(url, token) as client:
             todo = iter(range(self.args.tasks))
 
             async def lane() -> None:
@@ -134,15 +136,22 @@ class Load:
             self.listed[c] = listed
 
     async def server_stats(self, url: str) -> dict[str, Any]:
-        async with trio_mcp.open_websocket_client(url, token=f"{LOAD_TOKEN_PREFIX}0") as client:
+        async with self.open_client(url, f"{LOAD_TOKEN_PREFIX}0") as client:
             result = await client.call_tool("stats", {})
         stats: dict[str, Any] = result.structured_content or {}
         return stats
 
+    def open_client(self, url: str, token: str) -> Any:
+        """A client of the load server, over the run's transport, as ``token``'s identity."""
+        if self.args.http is None:
+            return trio_mcp.open_websocket_client(url, token=token)
+        return trio_mcp.open_http_client(url, token=token)
+
     async def run(self) -> dict[str, Any]:
         args = self.args
+        where = ["--ws", "0"] if args.http is None else ["--http", "0", "--http-server", args.http]
         proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "tests.reliability.apps", "load", "--ws", "0",
+            [sys.executable, "-m", "tests.reliability.apps", "load", *where,
              "--clients", str(args.clients)],
             cwd=str(ROOT), stdout=subprocess.PIPE,
         )
@@ -152,7 +161,8 @@ class Load:
             with trio.fail_after(30):
                 while not line.endswith(b"\n"):
                     line += await proc.stdout.receive_some(64)
-            url = f"ws://127.0.0.1:{int(line)}/"
+            url = (f"ws://127.0.0.1:{int(line)}/" if args.http is None
+                   else f"http://127.0.0.1:{int(line)}/mcp")
             before = await self.server_stats(url)
             server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
             started = time.perf_counter()
@@ -186,6 +196,7 @@ class Load:
             "no_errors": not self.errors,
         }
         return {
+            "transport": "websocket" if args.http is None else f"http ({args.http})",
             "loadavg_at_start": self.loadavg,
             "clients": args.clients,
             "tasks_per_client": args.tasks,
@@ -218,6 +229,8 @@ def cli(argv: list[str] | None = None) -> int:
                         help="each task's work sleeps 0..this many ms")
     parser.add_argument("--time-limit", type=float, default=600, help="seconds")
     parser.add_argument("--json", metavar="FILE", help="also write the report here")
+    parser.add_argument("--http", choices=("llhttp", "hypercorn"),
+                        help="Streamable HTTP on this server instead of WebSocket")
     args = parser.parse_args(argv)
     report = trio.run(Load(args).run)
     print(json.dumps(report, indent=2))

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import importlib.util
+import random
+import socket
 import subprocess
 import sys
 import weakref
@@ -160,3 +162,34 @@ async def serving(
         await proc.wait()
         if proc.stderr is not None:
             await proc.stderr.aclose()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (what a bind to port 0 gets)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, for a server a test starts on a fixed port.
+
+    Picked at random below the kernel's ephemeral range: a socket bound to
+    port 0 (another test's server under xdist, any outgoing connection) never
+    gets it, so it stays free until the server binds it (a port that was
+    merely free a moment ago could be taken meanwhile, and the test would
+    then talk to someone else's server).
+    """
+    high = _ephemeral_low()
+    low = max(1_024, high - 12_000)
+    for _ in range(500):
+        port = random.randrange(low, high)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}..{high - 1}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,17 +19,11 @@ import trio
 
 import trio_mcp
 
-from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, needs_llhttp
+from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, free_port, needs_llhttp
 from .oauth_server import RS_CLIENT, AuthServer, authorization_server
 
 pytestmark = pytest.mark.timeout(90)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

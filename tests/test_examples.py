@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import trio_websocket
 
 import trio_mcp
 
-from .helpers import EXAMPLES, ROOT, TASK_SERVER
+from .helpers import EXAMPLES, ROOT, TASK_SERVER, free_port
 from .redis_server import require_redis
 
 pytestmark = pytest.mark.timeout(90)
@@ -81,12 +80,6 @@ def test_examples_task_server_over_stdio() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "over stdio\n"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_examples_task_server_over_websocket() -> None:

@@ -37,6 +37,7 @@ from typing import Any
 import jsonschema
 
 from ..helpers import EXAMPLES, ROOT, TASK_SERVER
+from ..helpers import free_port as free_port  # the test modules call _support.free_port()
 from ..wire_schema import RESULT_BY_METHOD
 
 INTEROP = Path(__file__).resolve().parent
@@ -265,14 +266,6 @@ def _fatal_of(stdout: str) -> str:
     if isinstance(report, dict) and isinstance(report.get("fatal"), str):
         return f"--- the peer's fatal error ---\n{report['fatal']}\n"
     return ""
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeVar, final
 
 import attrs
+import trio
 
 from ..._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, McpError
 from .._messages import (
@@ -31,7 +32,7 @@ from .._messages import (
     TaskMetadata,
     converter,
 )
-from .._tasks import PulledInputs, TaskRecord
+from .._tasks import PulledInputs, TaskActor, TaskRecord
 from ._mrtr import MAX_QUESTIONS, InputRequired, missing_capability
 
 T = TypeVar("T")
@@ -57,6 +58,29 @@ class RoundState:
 
 @final
 @attrs.define(eq=False)
+class Prelude:
+    """A task's work running in its request until it starts the task (``task_prelude``).
+
+    Attributes:
+        outcome: ``"started"`` (``ctx.start_task()``), ``"input_required"``
+            (a question the request did not answer) or ``"done"`` (the work
+            ended first); None until then.
+        need: The unanswered questions, for ``"input_required"``.
+    """
+
+    outcome: str | None = None
+    need: InputRequired | None = None
+    settled: trio.Event = attrs.field(factory=trio.Event)
+
+    def settle(self, outcome: str, need: InputRequired | None = None) -> None:
+        """The prelude ended (the first call wins)."""
+        if self.outcome is None:
+            self.outcome, self.need = outcome, need
+            self.settled.set()
+
+
+@final
+@attrs.define(eq=False)
 class ModernRequest:
     """The per-request protocol fields of one modern request, current while it is handled.
 
@@ -70,6 +94,8 @@ class ModernRequest:
             set by the dialect once the request's answers are read.
         task: The task a ``tools/call`` runs as (the server decided; see
             ``_modern_tasks.prepare_call``), else ``None``.
+        prelude: That task's prelude while its work runs in the request
+            (``task_prelude=True`` tools; see ``_modern_tasks.run_prelude``).
     """
 
     method: str
@@ -79,6 +105,7 @@ class ModernRequest:
     log_level: str | None = None
     round: RoundState | None = None
     task: TaskMetadata | None = None
+    prelude: Prelude | None = None
 
     def answer(self, method: str, params: dict[str, Any], key: str | None) -> tuple[str, Any]:
         """The recorded answer to one question, as ``(key, answer)``; ``answer`` is None if new.
@@ -153,6 +180,13 @@ class ModernRequest:
         if meta is not None:
             out["_meta"] = meta
         return out
+
+    def start_task(self, actor: TaskActor) -> None:
+        """End the prelude of the task ``actor`` runs (``ctx.start_task()``): from here its
+        questions are the task's, pulled with ``tasks/get``; a no-op without a prelude."""
+        if self.prelude is not None and actor.pulled is None:
+            actor.pulled = self.task_questions()
+            self.prelude.settle("started")
 
     def task_questions(self) -> PulledInputs:
         """A task's questions in this era: shown by ``tasks/get``, answered by ``tasks/update``."""

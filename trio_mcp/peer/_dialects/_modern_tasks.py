@@ -24,9 +24,8 @@ binding, caps, the reaper); this module is only its 2026-07-28 wire:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final
 
-import attrs
 import trio
 
 from ..._errors import (
@@ -42,7 +41,7 @@ from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
 from .._tasks._store import InputAnswer
-from ._era import ModernRequest
+from ._era import ModernRequest, Prelude
 from ._mrtr import InputRequired
 
 #: The extension's identifier.
@@ -103,31 +102,6 @@ def prepare_call(peer: PeerCore, params: dict[str, Any], modern: ModernRequest) 
     return False
 
 
-@final
-@attrs.define(eq=False)
-class Prelude:
-    """A task's work running in its request until it starts the task (``task_prelude``).
-
-    Attributes:
-        dialect: The request's (its questions, then the task's: ``task_questions``).
-        outcome: ``"started"`` (``ctx.start_task()``), ``"input_required"``
-            (a question the request did not answer) or ``"done"`` (the work
-            ended first); None until then.
-        need: The unanswered questions, for ``"input_required"``.
-    """
-
-    dialect: ModernRequest
-    outcome: str | None = None
-    need: InputRequired | None = None
-    settled: trio.Event = attrs.field(factory=trio.Event)
-
-    def settle(self, outcome: str, need: InputRequired | None = None) -> None:
-        """The prelude ended (the first call wins)."""
-        if self.outcome is None:
-            self.outcome, self.need = outcome, need
-            self.settled.set()
-
-
 def _in_prelude(prelude: Prelude) -> Callable[[Work], Work]:
     def wrapper(work: Work) -> Work:
         async def run(actor: TaskActor) -> dict[str, Any]:
@@ -164,7 +138,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
     if actor is None:
         return created
     await leave_reader()  # the prelude runs the tool: it waits in a task of its own
-    prelude = actor.prelude = Prelude(modern)
+    prelude = modern.prelude = Prelude()
     actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
     actor.wrap_work(_in_prelude(prelude))
     actor.launch()  # in this context: the prelude's questions are the request's

@@ -345,10 +345,8 @@ class RequestContext:
         ``tasks/update`` answers). Does nothing in any other case (2025-11-25,
         a task without a prelude, a plain call). Cancellation: safe.
         """
-        task = self._task
-        if task is not None and task.prelude is not None and task.pulled is None:
-            task.pulled = task.prelude.dialect.task_questions()
-            task.prelude.settle("started")
+        if self._task is not None and self.dialect is not None:
+            self.dialect.start_task(self._task)
         await trio.lowlevel.checkpoint()
 
     async def ask_all(

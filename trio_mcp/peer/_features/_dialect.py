@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
 from .._messages import ClientCapabilities, TaskMetadata
-from .._tasks import PulledInputs, TaskRecord
+from .._tasks import PulledInputs, TaskActor, TaskRecord
 
 T = TypeVar("T")
 
@@ -61,6 +61,10 @@ class Dialect(Protocol):
         self, questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]
     ) -> dict[str, Any]:
         """Answer several questions at once; all unanswered ones are asked together."""
+        ...
+
+    def start_task(self, actor: TaskActor) -> None:
+        """End the prelude of the task ``actor`` runs, if it has one (``ctx.start_task()``)."""
         ...
 
     def task_questions(self) -> PulledInputs:

@@ -133,9 +133,6 @@ class TaskActor:
     #: 2026-07-28 tasks extension: the requestor pulls the questions
     #: (``tasks/get`` shows them, ``tasks/update`` answers); None: pushed.
     pulled: PulledInputs | None = None
-    #: What the features keep while the work runs before its task is announced
-    #: (the 2026-07-28 prelude); opaque here.
-    prelude: Any = None
     #: With tracing on: the work's span (``trio_mcp._telemetry._calls.TaskTrace``).
     trace: Any = None
 

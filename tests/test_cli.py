@@ -34,6 +34,7 @@ from .cli_support import (
     one_line_error,
     read_until,
     run_cli,
+    run_cli_here,
     serving,
     start_cli,
 )
@@ -58,7 +59,7 @@ def test_cli_help_lists_the_commands() -> None:
 @pytest.mark.parametrize(
     "command", ["demo", "call", "tasks", "resources", "prompts", "serve-example"])
 def test_cli_each_command_has_help(command: str) -> None:
-    proc = run_cli(command, "--help")
+    proc = run_cli_here(command, "--help")
     assert proc.returncode == 0
     assert f"usage: trio-mcp {command}" in proc.stdout
 
@@ -79,17 +80,21 @@ def test_cli_console_script_is_installed() -> None:
 
 
 def test_cli_usage_errors_exit_2() -> None:
-    assert run_cli().returncode == 2  # no command
-    assert run_cli("call", "echo").returncode == 2  # neither --stdio nor --ws
-    assert run_cli("call", "--stdio", SERVER, "--ws", "ws://x/", "echo").returncode == 2
-    both = run_cli("call", "--ws", "ws://x/", "--http", "http://x/mcp", "echo")
+    # The real command once (the interpreter's exit status and stderr), then main() itself.
+    none = run_cli()  # no command
+    assert none.returncode == 2
+    assert none.stderr.startswith("usage: trio-mcp") and "required: COMMAND" in none.stderr
+    assert run_cli_here().returncode == 2
+    assert run_cli_here("call", "echo").returncode == 2  # neither --stdio nor --ws
+    assert run_cli_here("call", "--stdio", SERVER, "--ws", "ws://x/", "echo").returncode == 2
+    both = run_cli_here("call", "--ws", "ws://x/", "--http", "http://x/mcp", "echo")
     assert both.returncode == 2
     assert "--http: not allowed with argument --ws" in both.stderr
     for command in ("tasks", "resources", "prompts"):
-        proc = run_cli(command, "list", "--stdio", SERVER, "--http", "http://x/mcp")
+        proc = run_cli_here(command, "list", "--stdio", SERVER, "--http", "http://x/mcp")
         assert proc.returncode == 2, command
         assert "argument --http: not allowed with argument --stdio" in proc.stderr
-        neither = run_cli(command, "list")
+        neither = run_cli_here(command, "list")
         assert "one of the arguments --stdio --ws --http is required" in neither.stderr
 
 
@@ -218,7 +223,7 @@ def test_cli_call_sampling_asked_on_the_terminal() -> None:
          "refused"],
 )
 def test_cli_call_failures_exit_2_with_one_line(args: list[str], message: str) -> None:
-    proc = run_cli("call", *args)
+    proc = run_cli_here("call", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
     assert proc.stdout == ""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .cli_support import SERVER, one_line_error, run_cli, serving
+from .cli_support import SERVER, one_line_error, run_cli, run_cli_here, serving
 from .helpers import EXAMPLES
 
 pytestmark = pytest.mark.timeout(120)
@@ -127,7 +127,7 @@ def test_cli_resources_read_text_blob_and_out(tmp_path: Path) -> None:
     ids=["unknown-uri", "out-and-json", "unwritable", "no-resources"],
 )
 def test_cli_resources_failures_exit_2(args: list[str], message: str) -> None:
-    proc = run_cli("resources", *args)
+    proc = run_cli_here("resources", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
     assert proc.stdout == ""
@@ -167,7 +167,7 @@ def test_cli_prompts_get_shows_images_and_embedded_resources() -> None:
     ids=["missing-argument", "not-a-string", "not-an-object", "no-prompts"],
 )
 def test_cli_prompts_failures_exit_2(args: list[str], message: str) -> None:
-    proc = run_cli("prompts", *args)
+    proc = run_cli_here("prompts", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
 

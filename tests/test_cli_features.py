@@ -208,11 +208,11 @@ for line in sys.stdin:
 def test_cli_call_log_level_without_logging_on_the_server() -> None:
     """A server that does not declare logging is not sent logging/setLevel (it would be -32601)."""
     bare = shlex.join([sys.executable, "-c", BARE_SERVER])
-    proc = run_cli("call", "hi", "--stdio", bare, "--log-level", "debug")
+    proc = run_cli_here("call", "hi", "--stdio", bare, "--log-level", "debug")
     assert (proc.returncode, proc.stdout) == (0, "hello\n"), proc.stderr
     assert "the server does not declare logging: --log-level debug not sent" in proc.stderr
     for command in ("resources", "prompts"):
-        refused = run_cli(command, "list", "--stdio", bare)
+        refused = run_cli_here(command, "list", "--stdio", bare)
         assert refused.returncode == 2
         assert one_line_error(refused) == (
             f"trio-mcp: the server does not offer {command} (it did not declare them)")
@@ -221,6 +221,6 @@ def test_cli_call_log_level_without_logging_on_the_server() -> None:
 def test_cli_call_quiet_hides_log_messages_and_bad_levels_are_refused() -> None:
     quiet = run_cli("call", "test_tool_with_logging", *STDIO, "-q")
     assert (quiet.returncode, quiet.stderr) == (0, "")
-    bad = run_cli("call", "test_log_levels", *STDIO, "--log-level", "loud")
+    bad = run_cli_here("call", "test_log_levels", *STDIO, "--log-level", "loud")
     assert bad.returncode == 2
     assert "argument --log-level: invalid choice: 'loud'" in bad.stderr

@@ -88,8 +88,8 @@ def test_cli_http_call_answers_sampling_and_elicitation(http_url: str) -> None:
 
 @pytest.mark.parametrize("token", [None, "wrong-token"], ids=["no-token", "wrong-token"])
 def test_cli_http_without_a_valid_token_exits_2(http_url: str, token: str | None) -> None:
-    proc = run_cli("call", "--http", http_url, *(["--token", token] if token else []), "echo",
-                   "--args", '{"text": "x"}')
+    proc = run_cli_here("call", "--http", http_url, *(["--token", token] if token else []),
+                        "echo", "--args", '{"text": "x"}')
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         "trio-mcp: the server refused the HTTP connection: HTTP 401 "
@@ -98,8 +98,8 @@ def test_cli_http_without_a_valid_token_exits_2(http_url: str, token: str | None
 
 
 def test_cli_http_wrong_path_is_refused_with_its_status(http_url: str) -> None:
-    proc = run_cli("call", "--http", http_url.replace("/mcp", "/nope"), "--token", TOKEN,
-                   "echo", "--args", '{"text": "x"}')
+    proc = run_cli_here("call", "--http", http_url.replace("/mcp", "/nope"), "--token", TOKEN,
+                        "echo", "--args", '{"text": "x"}')
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
@@ -214,8 +214,8 @@ def test_cli_http_2026_ctrl_c_without_token_gives_the_command_that_fetches_it(
 
 def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str) -> None:
     for token in ([], ["--token", "wrong-token"]):
-        proc = run_cli("call", "--era", "2026-07-28", "--http", http_url, *token, "echo",
-                       "--args", '{"text": "x"}')
+        proc = run_cli_here("call", "--era", "2026-07-28", "--http", http_url, *token, "echo",
+                            "--args", '{"text": "x"}')
         assert proc.returncode == 2
         assert one_line_error(proc) == (
             "trio-mcp: the server refused the HTTP connection: HTTP 401 "
@@ -223,12 +223,12 @@ def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str
 
 
 def test_cli_http_trailing_slash_and_websocket_get_their_hints(http_url: str) -> None:
-    slash = run_cli("call", "--http", http_url + "/", "--token", TOKEN, "echo")
+    slash = run_cli_here("call", "--http", http_url + "/", "--token", TOKEN, "echo")
     assert one_line_error(slash) == (
         f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
         f"trio-mcp serves {http_url})")
     ws_url = "ws" + http_url.removeprefix("http")
-    ws = run_cli("call", "--ws", ws_url, "--token", TOKEN, "echo")
+    ws = run_cli_here("call", "--ws", ws_url, "--token", TOKEN, "echo")
     assert ws.returncode == 2
     assert one_line_error(ws) == (
         "trio-mcp: the server refused the WebSocket connection: HTTP 400: this is a Streamable "

@@ -19,11 +19,10 @@ import trio
 
 import trio_mcp
 
-from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, free_port, needs_llhttp
+from .helpers import HTTP_SERVERS, ROOT, TASK_SERVER, free_port, load_example, needs_llhttp
 from .oauth_server import RS_CLIENT, AuthServer, authorization_server
 
 pytestmark = pytest.mark.timeout(90)
-
 
 
 @contextmanager
@@ -102,11 +101,15 @@ async def test_auth_example_introspection(auth_server: AuthServer, server: str) 
         await check_whoami_and_admin(url, reader, admin, ws=False)
 
 
-def test_auth_example_refuses_incomplete_options() -> None:
+def test_auth_example_refuses_incomplete_options(capsys: pytest.CaptureFixture[str]) -> None:
+    # main() of the script in this process: its argument checks refuse these before it
+    # serves (test_cli_http runs the script itself for its exit status).
+    main = load_example("task_server").main
     for args in (["--http", "127.0.0.1:0", "--jwks-uri", "http://x/jwks"],
                  ["--jwks-uri", "http://x/jwks", "--issuer", "i", "--audience", "a"],
                  ["--http", "127.0.0.1:0", "--introspection-url", "http://x/i"],
                  ["--http", "127.0.0.1:0", "--issuer", "i"]):
-        proc = subprocess.run([sys.executable, str(TASK_SERVER), *args], capture_output=True,
-                              text=True, cwd=ROOT, timeout=30)
-        assert proc.returncode == 2 and "error:" in proc.stderr, (args, proc.stderr)
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+        stderr = capsys.readouterr().err
+        assert exited.value.code == 2 and "error:" in stderr, (args, stderr)

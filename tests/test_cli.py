@@ -34,6 +34,7 @@ from .cli_support import (
     one_line_error,
     read_until,
     run_cli,
+    run_cli_here,
     serving,
     start_cli,
 )
@@ -58,7 +59,7 @@ def test_cli_help_lists_the_commands() -> None:
 @pytest.mark.parametrize(
     "command", ["demo", "call", "tasks", "resources", "prompts", "serve-example"])
 def test_cli_each_command_has_help(command: str) -> None:
-    proc = run_cli(command, "--help")
+    proc = run_cli_here(command, "--help")
     assert proc.returncode == 0
     assert f"usage: trio-mcp {command}" in proc.stdout
 
@@ -79,17 +80,21 @@ def test_cli_console_script_is_installed() -> None:
 
 
 def test_cli_usage_errors_exit_2() -> None:
-    assert run_cli().returncode == 2  # no command
-    assert run_cli("call", "echo").returncode == 2  # neither --stdio nor --ws
-    assert run_cli("call", "--stdio", SERVER, "--ws", "ws://x/", "echo").returncode == 2
-    both = run_cli("call", "--ws", "ws://x/", "--http", "http://x/mcp", "echo")
+    # The real command once (the interpreter's exit status and stderr), then main() itself.
+    none = run_cli()  # no command
+    assert none.returncode == 2
+    assert none.stderr.startswith("usage: trio-mcp") and "required: COMMAND" in none.stderr
+    assert run_cli_here().returncode == 2
+    assert run_cli_here("call", "echo").returncode == 2  # neither --stdio nor --ws
+    assert run_cli_here("call", "--stdio", SERVER, "--ws", "ws://x/", "echo").returncode == 2
+    both = run_cli_here("call", "--ws", "ws://x/", "--http", "http://x/mcp", "echo")
     assert both.returncode == 2
     assert "--http: not allowed with argument --ws" in both.stderr
     for command in ("tasks", "resources", "prompts"):
-        proc = run_cli(command, "list", "--stdio", SERVER, "--http", "http://x/mcp")
+        proc = run_cli_here(command, "list", "--stdio", SERVER, "--http", "http://x/mcp")
         assert proc.returncode == 2, command
         assert "argument --http: not allowed with argument --stdio" in proc.stderr
-        neither = run_cli(command, "list")
+        neither = run_cli_here(command, "list")
         assert "one of the arguments --stdio --ws --http is required" in neither.stderr
 
 
@@ -218,7 +223,7 @@ def test_cli_call_sampling_asked_on_the_terminal() -> None:
          "refused"],
 )
 def test_cli_call_failures_exit_2_with_one_line(args: list[str], message: str) -> None:
-    proc = run_cli("call", *args)
+    proc = run_cli_here("call", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
     assert proc.stdout == ""
@@ -405,14 +410,14 @@ def test_cli_ctrl_c_during_a_task_over_websocket_names_the_task(ws_url: str) -> 
 
 def test_cli_help_documents_exit_130_and_timeout() -> None:
     for args in (["--help"], ["call", "--help"]):
-        out = run_cli(*args).stdout
+        out = run_cli_here(*args).stdout
         assert "130 interrupted" in out, args
         assert "--timeout" in out, args
 
 
 def test_cli_timeout_bounds_the_initialize_handshake() -> None:
     """Sharp edge 3: a server that never answers initialize no longer hangs the CLI."""
-    proc = run_cli("call", "--stdio", SILENT_SERVER, "echo", "--timeout", "0.5")
+    proc = run_cli_here("call", "--stdio", SILENT_SERVER, "echo", "--timeout", "0.5")
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         f"trio-mcp: {SILENT_SERVER!r} did not answer initialize within 0.5 s: is it an MCP "
@@ -423,8 +428,8 @@ def test_cli_timeout_bounds_the_initialize_handshake() -> None:
 def test_cli_timeout_bounds_the_call(as_task: bool) -> None:
     # --timeout applies to initialize, then afresh to the call: 8 s lets even a
     # loaded machine start the server; the call (10 minutes) cannot finish.
-    proc = run_cli("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 600}',
-                   "--timeout", "8", *(["--task"] if as_task else []))
+    proc = run_cli_here("call", "--stdio", SERVER, "sleep", "--args", '{"seconds": 600}',
+                        "--timeout", "8", *(["--task"] if as_task else []))
     assert proc.returncode == 2
     line = one_line_error(proc)
     assert line.startswith("trio-mcp: no result within --timeout 8 s"), line
@@ -433,28 +438,30 @@ def test_cli_timeout_bounds_the_call(as_task: bool) -> None:
 
 def test_cli_rejects_a_timeout_that_is_not_positive() -> None:
     for bad in ("0", "-1", "soon"):
-        proc = run_cli("call", "--stdio", SERVER, "echo", "--timeout", bad)
+        proc = run_cli_here("call", "--stdio", SERVER, "echo", "--timeout", bad)
         assert proc.returncode == 2 and "--timeout" in proc.stderr, bad
 
 
 def test_cli_tasks_options_after_the_action() -> None:
     """Sharp edge 13: `tasks ... list -q` and friends; the options go either side."""
-    for args in (["--stdio", SERVER, "list", "-q"], ["list", "--stdio", SERVER, "--quiet"],
-                 ["-q", "list", "--stdio", SERVER, "--timeout", "30"]):
-        proc = run_cli("tasks", *args)
+    # The real command once (nothing on stderr, the server's included), then main().
+    for run, args in ((run_cli, ["--stdio", SERVER, "list", "-q"]),
+                      (run_cli_here, ["list", "--stdio", SERVER, "--quiet"]),
+                      (run_cli_here, ["-q", "list", "--stdio", SERVER, "--timeout", "30"])):
+        proc = run("tasks", *args)
         assert (proc.returncode, proc.stderr) == (0, ""), args
         assert json.loads(proc.stdout) == {"tasks": []}
-    unknown = run_cli("tasks", "get", "no-such-task", "--stdio", SERVER, "-q")
+    unknown = run_cli_here("tasks", "get", "no-such-task", "--stdio", SERVER, "-q")
     assert unknown.returncode == 2 and "Task not found" in one_line_error(unknown)
     for args in (["list"], ["--stdio", SERVER, "list", "--ws", "ws://127.0.0.1:1/"]):
-        proc = run_cli("tasks", *args)
+        proc = run_cli_here("tasks", *args)
         assert proc.returncode == 2, args
         assert "usage: trio-mcp tasks list" in proc.stderr
 
 
 def test_cli_a_program_that_echoes_is_not_an_mcp_server() -> None:
     """Sharp edge 13: `--stdio cat` answered our initialize with our own error."""
-    proc = run_cli("call", "--stdio", "cat", "echo")
+    proc = run_cli_here("call", "--stdio", "cat", "echo")
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         "trio-mcp: 'cat' is not an MCP server: it sent our own messages back "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .cli_support import SERVER, one_line_error, run_cli, serving
+from .cli_support import SERVER, one_line_error, run_cli, run_cli_here, serving
 from .helpers import EXAMPLES
 
 pytestmark = pytest.mark.timeout(120)
@@ -127,7 +127,7 @@ def test_cli_resources_read_text_blob_and_out(tmp_path: Path) -> None:
     ids=["unknown-uri", "out-and-json", "unwritable", "no-resources"],
 )
 def test_cli_resources_failures_exit_2(args: list[str], message: str) -> None:
-    proc = run_cli("resources", *args)
+    proc = run_cli_here("resources", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
     assert proc.stdout == ""
@@ -167,7 +167,7 @@ def test_cli_prompts_get_shows_images_and_embedded_resources() -> None:
     ids=["missing-argument", "not-a-string", "not-an-object", "no-prompts"],
 )
 def test_cli_prompts_failures_exit_2(args: list[str], message: str) -> None:
-    proc = run_cli("prompts", *args)
+    proc = run_cli_here("prompts", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in one_line_error(proc)
 
@@ -208,11 +208,11 @@ for line in sys.stdin:
 def test_cli_call_log_level_without_logging_on_the_server() -> None:
     """A server that does not declare logging is not sent logging/setLevel (it would be -32601)."""
     bare = shlex.join([sys.executable, "-c", BARE_SERVER])
-    proc = run_cli("call", "hi", "--stdio", bare, "--log-level", "debug")
+    proc = run_cli_here("call", "hi", "--stdio", bare, "--log-level", "debug")
     assert (proc.returncode, proc.stdout) == (0, "hello\n"), proc.stderr
     assert "the server does not declare logging: --log-level debug not sent" in proc.stderr
     for command in ("resources", "prompts"):
-        refused = run_cli(command, "list", "--stdio", bare)
+        refused = run_cli_here(command, "list", "--stdio", bare)
         assert refused.returncode == 2
         assert one_line_error(refused) == (
             f"trio-mcp: the server does not offer {command} (it did not declare them)")
@@ -221,6 +221,6 @@ def test_cli_call_log_level_without_logging_on_the_server() -> None:
 def test_cli_call_quiet_hides_log_messages_and_bad_levels_are_refused() -> None:
     quiet = run_cli("call", "test_tool_with_logging", *STDIO, "-q")
     assert (quiet.returncode, quiet.stderr) == (0, "")
-    bad = run_cli("call", "test_log_levels", *STDIO, "--log-level", "loud")
+    bad = run_cli_here("call", "test_log_levels", *STDIO, "--log-level", "loud")
     assert bad.returncode == 2
     assert "argument --log-level: invalid choice: 'loud'" in bad.stderr

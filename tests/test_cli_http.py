@@ -22,8 +22,18 @@ import pytest
 
 import trio_mcp
 
-from .cli_support import CLI, TOKEN, ctrl_c, one_line_error, read_until, run_cli, serving, start_cli
-from .helpers import EXAMPLES, HTTP_SERVERS, TASK_SERVER
+from .cli_support import (
+    CLI,
+    TOKEN,
+    ctrl_c,
+    one_line_error,
+    read_until,
+    run_cli,
+    run_cli_here,
+    serving,
+    start_cli,
+)
+from .helpers import EXAMPLES, HTTP_SERVERS, TASK_SERVER, load_example
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,8 +88,8 @@ def test_cli_http_call_answers_sampling_and_elicitation(http_url: str) -> None:
 
 @pytest.mark.parametrize("token", [None, "wrong-token"], ids=["no-token", "wrong-token"])
 def test_cli_http_without_a_valid_token_exits_2(http_url: str, token: str | None) -> None:
-    proc = run_cli("call", "--http", http_url, *(["--token", token] if token else []), "echo",
-                   "--args", '{"text": "x"}')
+    proc = run_cli_here("call", "--http", http_url, *(["--token", token] if token else []),
+                        "echo", "--args", '{"text": "x"}')
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         "trio-mcp: the server refused the HTTP connection: HTTP 401 "
@@ -88,8 +98,8 @@ def test_cli_http_without_a_valid_token_exits_2(http_url: str, token: str | None
 
 
 def test_cli_http_wrong_path_is_refused_with_its_status(http_url: str) -> None:
-    proc = run_cli("call", "--http", http_url.replace("/mcp", "/nope"), "--token", TOKEN,
-                   "echo", "--args", '{"text": "x"}')
+    proc = run_cli_here("call", "--http", http_url.replace("/mcp", "/nope"), "--token", TOKEN,
+                        "echo", "--args", '{"text": "x"}')
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
@@ -110,10 +120,10 @@ def test_cli_http_cannot_connect_exits_2(closed_port: int) -> None:
     proc = run_cli("call", "--http", url, "echo")
     assert proc.returncode == 2
     assert one_line_error(proc).startswith(f"trio-mcp: cannot connect to {url}: ")
-    bad = run_cli("tasks", "list", "--http", "ws://127.0.0.1:1/")
+    bad = run_cli_here("tasks", "list", "--http", "ws://127.0.0.1:1/")
     assert bad.returncode == 2
     assert one_line_error(bad) == "trio-mcp: cannot connect: not an HTTP URL: 'ws://127.0.0.1:1/'"
-    token = run_cli("call", "--http", url, "--token", "two\nlines", "echo")
+    token = run_cli_here("call", "--http", url, "--token", "two\nlines", "echo")
     assert token.returncode == 2
     assert one_line_error(token) == "trio-mcp: cannot connect: token must be printable ASCII text"
 
@@ -204,8 +214,8 @@ def test_cli_http_2026_ctrl_c_without_token_gives_the_command_that_fetches_it(
 
 def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str) -> None:
     for token in ([], ["--token", "wrong-token"]):
-        proc = run_cli("call", "--era", "2026-07-28", "--http", http_url, *token, "echo",
-                       "--args", '{"text": "x"}')
+        proc = run_cli_here("call", "--era", "2026-07-28", "--http", http_url, *token, "echo",
+                            "--args", '{"text": "x"}')
         assert proc.returncode == 2
         assert one_line_error(proc) == (
             "trio-mcp: the server refused the HTTP connection: HTTP 401 "
@@ -213,12 +223,12 @@ def test_cli_http_2026_without_a_valid_token_exits_2_with_the_hint(http_url: str
 
 
 def test_cli_http_trailing_slash_and_websocket_get_their_hints(http_url: str) -> None:
-    slash = run_cli("call", "--http", http_url + "/", "--token", TOKEN, "echo")
+    slash = run_cli_here("call", "--http", http_url + "/", "--token", TOKEN, "echo")
     assert one_line_error(slash) == (
         f"trio-mcp: the server refused the HTTP connection: HTTP 404 (is the path right? "
         f"trio-mcp serves {http_url})")
     ws_url = "ws" + http_url.removeprefix("http")
-    ws = run_cli("call", "--ws", ws_url, "--token", TOKEN, "echo")
+    ws = run_cli_here("call", "--ws", ws_url, "--token", TOKEN, "echo")
     assert ws.returncode == 2
     assert one_line_error(ws) == (
         "trio-mcp: the server refused the WebSocket connection: HTTP 400: this is a Streamable "
@@ -260,21 +270,26 @@ def test_cli_examples_serve_over_http_with_a_token(example: str) -> None:
 
 
 @pytest.mark.parametrize("example", ["task_server", "everything_server"])
-def test_cli_examples_refuse_bad_flags(example: str) -> None:
-    script = str(EXAMPLES / f"{example}.py")
+def test_cli_examples_refuse_bad_flags(example: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # The script itself once (its exit status), then its main() in this process for the
+    # flags refused by its argument checks, before it serves (or tunes the GC).
+    proc = run_cli_script(str(EXAMPLES / f"{example}.py"), "--http", "127.0.0.1")
+    assert proc.returncode == 2
+    assert "wants HOST:PORT" in proc.stderr
+    main = load_example(example).main
     for args, message in ((["--store", "mysql://x"], "--store: "),
                           (["--token", "t"], "--token applies to --ws or --http"),
                           (["--ws", "127.0.0.1:0", "--http", "127.0.0.1:0"], "not allowed"),
-                          (["--http", "127.0.0.1"], "wants HOST:PORT"),
                           (["--http-server", "hypercorn"], "--http-server applies to --http"),
                           (["--http", "127.0.0.1:0", "--http-server", "h11"], "invalid choice")):
-        proc = run_cli_script(script, *args)
-        assert proc.returncode == 2, args
-        assert message in proc.stderr, (args, proc.stderr)
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+        assert exited.value.code == 2, args
+        assert message in capsys.readouterr().err, args
 
 
 def test_cli_serve_example_http_server_needs_http() -> None:
-    proc = run_cli("serve-example", "--ws", "127.0.0.1:0", "--http-server", "hypercorn")
+    proc = run_cli_here("serve-example", "--ws", "127.0.0.1:0", "--http-server", "hypercorn")
     assert proc.returncode == 2
     assert one_line_error(proc) == "trio-mcp: --http-server only applies to --http"
 
@@ -343,13 +358,13 @@ def run_cli_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_serve_example_refuses_a_bad_store_and_address() -> None:
-    store = run_cli("serve-example", "--store", "mysql://localhost/0")
+    store = run_cli_here("serve-example", "--store", "mysql://localhost/0")
     assert store.returncode == 2
     assert one_line_error(store).startswith("trio-mcp: --store: unsupported task store URL")
-    address = run_cli("serve-example", "--http", "nowhere")
+    address = run_cli_here("serve-example", "--http", "nowhere")
     assert address.returncode == 2
     assert one_line_error(address) == "trio-mcp: --http wants HOST:PORT, not 'nowhere'"
-    token = run_cli("serve-example", "--token", "t")
+    token = run_cli_here("serve-example", "--token", "t")
     assert one_line_error(token) == "trio-mcp: --token only applies to --ws or --http"
 
 

@@ -22,7 +22,7 @@ from trio_mcp import TaskStatus
 from trio_mcp.peer._session import _outbound
 
 from . import modern_task_server
-from .cli_support import run_cli
+from .cli_support import run_cli_here
 from .helpers import ROOT
 
 MODERN = "2026-07-28"
@@ -242,31 +242,33 @@ async def test_task_reattaches_in_2025_too() -> None:
 
 
 def test_cli_call_task_over_stdio() -> None:
-    proc = run_cli("call", "--stdio", SERVER, "--era", MODERN, "slow_compute",
-                   "--args", '{"seconds": 0.2}', "--task")
+    # main() in this process (the servers are real processes): what is tested is what
+    # the CLI does in 2026-07-28, not the interpreter around it (test_cli runs that).
+    proc = run_cli_here("call", "--stdio", SERVER, "--era", MODERN, "slow_compute",
+                        "--args", '{"seconds": 0.2}', "--task")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done after 0.2"
     assert "created" in proc.stderr and "completed" in proc.stderr
 
-    proc = run_cli("call", "--stdio", SERVER, "--era", "auto", "confirm_delete",
-                   "--args", '{"filename": "c"}', "--task", "--elicit-reply", '{"confirm": true}')
+    proc = run_cli_here("call", "--stdio", SERVER, "--era", "auto", "confirm_delete", "--args",
+                        '{"filename": "c"}', "--task", "--elicit-reply", '{"confirm": true}')
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "deleted c" and "input_required" in proc.stderr
 
-    proc = run_cli("call", "--stdio", SERVER, "--era", MODERN, "broken_job", "--task")
+    proc = run_cli_here("call", "--stdio", SERVER, "--era", MODERN, "broken_job", "--task")
     assert proc.returncode == 1 and "task failed: the backend is gone" in proc.stderr
 
-    proc = run_cli("call", "--stdio", SERVER, "--era", MODERN, "greet",
-                   "--args", '{"name": "D"}', "--task")
+    proc = run_cli_here("call", "--stdio", SERVER, "--era", MODERN, "greet",
+                        "--args", '{"name": "D"}', "--task")
     assert proc.returncode == 0 and proc.stdout.strip() == "Hello, D!"
     assert "made no task" in proc.stderr
 
-    proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "list")
+    proc = run_cli_here("tasks", "--stdio", SERVER, "--era", MODERN, "list")
     assert proc.returncode == 2 and "trio-mcp: not in 2026-07-28: " in proc.stderr
-    proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "result", "abc")  # followed
+    proc = run_cli_here("tasks", "--stdio", SERVER, "--era", MODERN, "result", "abc")  # followed
     assert proc.returncode == 2 and "Task not found" in proc.stderr
 
-    proc = run_cli("tasks", "--stdio", SERVER, "--era", MODERN, "get", "abc")
+    proc = run_cli_here("tasks", "--stdio", SERVER, "--era", MODERN, "get", "abc")
     assert proc.returncode == 2 and "Task not found" in proc.stderr
 
 

@@ -26,7 +26,16 @@ import trio_websocket
 
 import trio_mcp
 
-from .cli_support import CLI, TOKEN, one_line_error, read_until, run_cli, serving, start_cli
+from .cli_support import (
+    CLI,
+    TOKEN,
+    one_line_error,
+    read_until,
+    run_cli,
+    run_cli_here,
+    serving,
+    start_cli,
+)
 from .helpers import ROOT
 
 pytestmark = pytest.mark.timeout(120)
@@ -125,8 +134,8 @@ async def test_sharp_http_wrong_path_suggests_mcp() -> None:
 def test_sharp_cli_http_wrong_path_suggests_mcp() -> None:
     argv = [*CLI, "serve-example", "--http", "127.0.0.1:0"]
     with serving(argv, "http") as (url, _):
-        proc = run_cli("call", "--http", url.replace("/mcp", "/nope"), "echo",
-                       "--args", '{"text": "x"}')
+        proc = run_cli_here("call", "--http", url.replace("/mcp", "/nope"), "echo",
+                            "--args", '{"text": "x"}')
     assert proc.returncode == 2
     assert one_line_error(proc) == (
         "trio-mcp: the server refused the HTTP connection: HTTP 404 "
@@ -159,7 +168,7 @@ def test_sharp_cli_http_server_dies_during_a_task() -> None:
 def test_sharp_cli_tasks_list_without_token_says_why_it_is_empty() -> None:
     argv = [*CLI, "serve-example", "--http", "127.0.0.1:0"]
     with serving(argv, "http") as (url, _):
-        proc = run_cli("tasks", "--http", url, "list")
+        proc = run_cli_here("tasks", "--http", url, "list")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().replace("\n", "").replace(" ", "") == '{"tasks":[]}'
     assert "without --token" in proc.stderr

@@ -8,6 +8,8 @@ server tools as tasks, and a server asks the client for sampling or
 elicitation as tasks.
 """
 
+from typing import TYPE_CHECKING
+
 from ._errors import (
     INTERNAL_ERROR as INTERNAL_ERROR,
 )
@@ -42,6 +44,7 @@ from ._errors import UnsupportedProtocolVersion as UnsupportedProtocolVersion
 from ._runner import App as App
 from ._telemetry import configure_tracing as configure_tracing
 from ._telemetry import tracing_enabled as tracing_enabled
+from ._util import lazy_exports as _lazy_exports
 from .peer import Peer as Peer
 from .peer import open_peer as open_peer
 from .peer._dialects._modern import CacheHint as CacheHint
@@ -131,14 +134,6 @@ from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
 from .peer._tasks import open_task_store as open_task_store
-from .transports._http11 import HttpServerSettings as HttpServerSettings
-from .transports._http_client import open_http_client as open_http_client
-from .transports._http_policy import HttpPolicy as HttpPolicy
-from .transports._http_server import StreamableHttpApp as StreamableHttpApp
-from .transports._http_server import serve_http as serve_http
-from .transports._http_servers import HttpAddress as HttpAddress
-from .transports._http_servers import HttpServerName as HttpServerName
-from .transports._http_servers import default_http_server as default_http_server
 from .transports._http_store import EventStore as EventStore
 from .transports._http_store import MemoryEventStore as MemoryEventStore
 from .transports._memory import MemoryPair as MemoryPair
@@ -146,11 +141,41 @@ from .transports._memory import open_memory_pair as open_memory_pair
 from .transports._stdio import open_stdio_client as open_stdio_client
 from .transports._stdio import serve_stdio as serve_stdio
 from .transports._stdio import wrap_stdio_streams as wrap_stdio_streams
-from .transports._websocket import wrap_websocket as wrap_websocket
-from .transports._websocket_client import open_websocket_client as open_websocket_client
-from .transports._websocket_server import WebSocketAddress as WebSocketAddress
-from .transports._websocket_server import origin_allowed as origin_allowed
-from .transports._websocket_server import serve_websocket as serve_websocket
+
+if TYPE_CHECKING:
+    from .transports._http11 import HttpServerSettings as HttpServerSettings
+    from .transports._http_client import open_http_client as open_http_client
+    from .transports._http_policy import HttpPolicy as HttpPolicy
+    from .transports._http_server import StreamableHttpApp as StreamableHttpApp
+    from .transports._http_server import serve_http as serve_http
+    from .transports._http_servers import HttpAddress as HttpAddress
+    from .transports._http_servers import HttpServerName as HttpServerName
+    from .transports._http_servers import default_http_server as default_http_server
+    from .transports._websocket import wrap_websocket as wrap_websocket
+    from .transports._websocket_client import open_websocket_client as open_websocket_client
+    from .transports._websocket_server import WebSocketAddress as WebSocketAddress
+    from .transports._websocket_server import origin_allowed as origin_allowed
+    from .transports._websocket_server import serve_websocket as serve_websocket
+else:
+    # The HTTP and WebSocket transports load httpx, h11, trio_websocket and wsproto:
+    # they are imported the first time one of their names is used, so that a stdio
+    # server or client starts without them (``trio_mcp.serve_http`` and
+    # ``from trio_mcp import serve_http`` work as if they were imported here).
+    __getattr__, __dir__ = _lazy_exports(__name__, {
+        "HttpServerSettings": ".transports._http11",
+        "open_http_client": ".transports._http_client",
+        "HttpPolicy": ".transports._http_policy",
+        "StreamableHttpApp": ".transports._http_server",
+        "serve_http": ".transports._http_server",
+        "HttpAddress": ".transports._http_servers",
+        "HttpServerName": ".transports._http_servers",
+        "default_http_server": ".transports._http_servers",
+        "wrap_websocket": ".transports._websocket",
+        "open_websocket_client": ".transports._websocket_client",
+        "WebSocketAddress": ".transports._websocket_server",
+        "origin_allowed": ".transports._websocket_server",
+        "serve_websocket": ".transports._websocket_server",
+    })
 
 __version__ = "0.1.0"
 

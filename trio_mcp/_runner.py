@@ -12,6 +12,7 @@ import os
 import sys
 import types
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Literal, TypeVar, final
 
@@ -22,9 +23,7 @@ from ._errors import McpError
 from .peer import App as _BaseApp
 from .peer import Peer, RequestContext
 from .peer._tasks import TaskHandle
-from .transports._http_server import serve_http
 from .transports._stdio import serve_stdio
-from .transports._websocket_server import serve_websocket
 
 Transport = Literal["stdio", "ws", "http"]
 E = TypeVar("E", bound=BaseException)
@@ -87,7 +86,12 @@ class App(_BaseApp, metaclass=_Documented):
         if transport == "stdio":
             main = partial(_serve, partial(serve_stdio, self, **options), self, None)
         elif transport in ("ws", "http"):
-            serve = serve_websocket if transport == "ws" else serve_http
+            # Imported here: a stdio server never loads the WebSocket or HTTP stack.
+            serve: Callable[..., Awaitable[None]]
+            if transport == "ws":
+                from .transports._websocket_server import serve_websocket as serve
+            else:
+                from .transports._http_server import serve_http as serve
             main = partial(_serve, partial(serve, self, host, port, **options), self,
                            f"{host}:{port}")
         else:

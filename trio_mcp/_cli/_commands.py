@@ -31,9 +31,7 @@ from ..peer._dialects._modern_requestor import get_detailed
 from ..peer._messages import CallToolResult, TextContent, to_wire
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED
-from ..transports._http_server import serve_http
 from ..transports._stdio import serve_stdio
-from ..transports._websocket_server import serve_websocket
 from ._connect import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -379,9 +377,16 @@ def run_serve_example(args: argparse.Namespace) -> int:
     if not port_text.isdigit():
         raise CliError(f"{option} wants HOST:PORT, not {where!r}")
     tokens = {args.token: "token-user"} if args.token else None
-    serve: Callable[..., Awaitable[None]] = serve_websocket
+    # Imported here: a stdio server never loads the WebSocket or HTTP stack.
+    serve: Callable[..., Awaitable[None]]
     if option == "--http":
+        from ..transports._http_server import serve_http
+
         serve = partial(serve_http, server=http_server)
+    else:
+        from ..transports._websocket_server import serve_websocket
+
+        serve = serve_websocket
     trio.run(_serve, serve, app, host.strip("[]") or "127.0.0.1", int(port_text), tokens)
     return EXIT_OK
 

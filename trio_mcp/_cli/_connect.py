@@ -32,9 +32,7 @@ from ..peer._messages import (
     Task,
 )
 from ..transports._client import INIT_TIMEOUT, InitializeTimeout
-from ..transports._http_client import open_http_client
 from ..transports._stdio import open_stdio_client
-from ..transports._websocket_client import open_websocket_client
 from ._terminal import Terminal, elicit_reply, rich_console
 
 PROG: Final = "trio-mcp"
@@ -112,6 +110,9 @@ async def connect(args: argparse.Namespace, app: App) -> AsyncIterator[Peer]:
                     open_stdio_client(target, app, init_timeout=init_timeout, era=era)
                 )
             else:
+                # Imported here, as open_http_client below: --stdio never loads them.
+                from ..transports._websocket_client import open_websocket_client
+
                 peer = await stack.enter_async_context(open_websocket_client(
                     target, app, token=args.token, init_timeout=init_timeout, era=era
                 ))
@@ -133,6 +134,8 @@ async def _connect_http(
     """``--http``: the handshake bounded by ``init_timeout``, the session by nothing."""
     if not url.startswith(("http://", "https://")):
         raise CliError(f"cannot connect: not an HTTP URL: {url!r}")
+    from ..transports._http_client import open_http_client
+
     connected = False
     with trio.CancelScope(deadline=trio.current_time() + init_timeout) as handshake:
         try:

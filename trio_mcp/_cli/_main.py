@@ -23,9 +23,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
-import httpx
-import trio_websocket
-
 from .. import __version__
 from .._errors import (
     METHOD_NOT_FOUND,
@@ -446,8 +443,8 @@ def describe_error(exc: BaseException) -> str | None:
                 hint = " (a missing or unknown --token?)"
             elif status == 404 and (endpoint := endpoint_hint(url)) is not None:
                 hint = f" (is the path right? trio-mcp serves {endpoint})"
-            elif isinstance(exc, trio_websocket.ConnectionRejected):
-                hint = body_text(exc.body)
+            elif (body := _websocket_refusal_body(exc)) is not None:
+                hint = body_text(body)
                 if "Streamable HTTP" in hint:  # our HTTP server, asked for a WebSocket
                     hint += f" (connect with --http {'http' + url.removeprefix('ws')})"
             return f"the server refused the {kind} connection: HTTP {status}{hint}"
@@ -459,17 +456,48 @@ def describe_error(exc: BaseException) -> str | None:
             return f"protocol error: {exc}"
         case LocalUsageError() | TrioMcpError():
             return str(exc)
-        case trio_websocket.ConnectionRejected():
-            hint = " (a missing or unknown --token?)" if exc.status_code == 401 else ""
-            return f"the server refused the WebSocket connection: HTTP {exc.status_code}{hint}"
-        case trio_websocket.HandshakeError():
-            return f"the WebSocket handshake failed: {exc or type(exc).__name__}"
-        case httpx.HTTPStatusError():
-            status = exc.response.status_code
-            hint = " (a missing or unknown --token?)" if status == 401 else ""
-            return f"the server refused the HTTP connection: HTTP {status}{hint}"
-        case httpx.TransportError():
-            return f"the HTTP connection failed: {exc or type(exc).__name__}"
         case OSError():
             return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    return _describe_transport_error(exc)
+
+
+def _websocket_refusal_body(exc: BaseException) -> bytes | None:
+    """The body of a ``trio_websocket.ConnectionRejected``; ``None`` for anything else.
+
+    Never imports trio_websocket: its refusal cannot exist unless it was loaded.
+    """
+    if "trio_websocket" not in sys.modules:
+        return None
+    import trio_websocket
+
+    if not isinstance(exc, trio_websocket.ConnectionRejected):
+        return None
+    return exc.body or b""
+
+
+def _describe_transport_error(exc: BaseException) -> str | None:
+    """One line for an error of trio_websocket or httpx themselves, or ``None``.
+
+    Such an error can only exist once its library was imported, so neither is
+    imported here for a process that never loaded it (``call --stdio``).
+    """
+    if "trio_websocket" in sys.modules:
+        import trio_websocket
+
+        match exc:
+            case trio_websocket.ConnectionRejected():
+                hint = " (a missing or unknown --token?)" if exc.status_code == 401 else ""
+                return f"the server refused the WebSocket connection: HTTP {exc.status_code}{hint}"
+            case trio_websocket.HandshakeError():
+                return f"the WebSocket handshake failed: {exc or type(exc).__name__}"
+    if "httpx" in sys.modules:
+        import httpx
+
+        match exc:
+            case httpx.HTTPStatusError():
+                status = exc.response.status_code
+                hint = " (a missing or unknown --token?)" if status == 401 else ""
+                return f"the server refused the HTTP connection: HTTP {status}{hint}"
+            case httpx.TransportError():
+                return f"the HTTP connection failed: {exc or type(exc).__name__}"
     return None

@@ -14,8 +14,9 @@ A client gets tokens with :class:`ClientCredentials` (an :class:`httpx.Auth`
 for ``open_http_client(..., auth=...)``).
 """
 
-from ._client import ClientCredentials as ClientCredentials
-from ._client import OAuthError as OAuthError
+from typing import TYPE_CHECKING
+
+from .._util import lazy_exports as _lazy_exports
 from ._identity import CallbackVerifier as CallbackVerifier
 from ._identity import Identity as Identity
 from ._identity import InvalidToken as InvalidToken
@@ -23,6 +24,16 @@ from ._identity import TokenVerifier as TokenVerifier
 from ._introspection import IntrospectionVerifier as IntrospectionVerifier
 from ._jwt import DEFAULT_ALGORITHMS as DEFAULT_ALGORITHMS
 from ._jwt import JWTVerifier as JWTVerifier
+
+if TYPE_CHECKING:
+    from ._client import ClientCredentials as ClientCredentials
+    from ._client import OAuthError as OAuthError
+else:
+    # The client's names subclass httpx's: imported on first use, so a server
+    # that only verifies tokens does not load httpx.
+    __getattr__, __dir__ = _lazy_exports(
+        __name__, {"ClientCredentials": "._client", "OAuthError": "._client"}
+    )
 
 __all__ = [
     "DEFAULT_ALGORITHMS",

@@ -19,15 +19,17 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Final, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, final
 from urllib.parse import quote_plus
 
 import attrs
-import httpx
 import trio
 
 from ._identity import Identity, InvalidToken
 from ._jwt import audience_matches, check_times, identity_from_claims
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("trio_mcp.auth")
 
@@ -108,6 +110,8 @@ class IntrospectionVerifier:
         return identity
 
     async def _introspect(self, token: str) -> Identity:
+        import httpx  # here, not at import: a server that never introspects need not load it
+
         data = {"token": token, "token_type_hint": "access_token"}
         headers = {"Accept": "application/json"}
         if self.auth_method == "client_secret_post":

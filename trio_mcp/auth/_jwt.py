@@ -28,12 +28,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
-import httpx
 import trio
 
 from ._identity import Identity, InvalidToken
 
 if TYPE_CHECKING:
+    import httpx
     from joserfc.jwk import Key
 
 log = logging.getLogger("trio_mcp.auth")
@@ -258,6 +258,7 @@ class JWTVerifier:
         return next(iter(self._keys.values())) if len(self._keys) == 1 else None
 
     async def _fetch(self) -> None:
+        import httpx  # here, not at import: a server that never fetches need not load it
         from joserfc.errors import JoseError
         from joserfc.jwk import KeySet
 

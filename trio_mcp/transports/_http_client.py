@@ -34,7 +34,7 @@ import attrs
 import httpx
 import trio
 
-from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError
+from .._errors import INTERNAL_ERROR, ConnectionClosed, ConnectionFailed, RemoteError
 from .._util import unwrap_group
 from ..peer import (
     App,
@@ -56,7 +56,7 @@ from ..peer._messages import (
     Response,
 )
 from ._client import DEFAULT_ERA, INIT_TIMEOUT, check_era, open_client_peer, server_key
-from ._failures import POST_FAILED, http_failure
+from ._failures import DEFAULT_PATH, POST_FAILED, endpoint_hint
 from ._http_posts import DEFAULT_RETRY_MS, MAX_RECONNECTS, HttpPosts, encode
 from ._mcp_headers import filter_tools
 from ._sse import SSEParser
@@ -70,6 +70,43 @@ STREAM_READY_TIMEOUT: Final = 5.0
 #: Seconds given to the ``DELETE`` that ends the session on close.
 CLOSE_TIMEOUT: Final = 2.0
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
+
+
+@final
+class HttpRefused(ConnectionFailed, httpx.HTTPStatusError):
+    """The HTTP server refused the connection: a :class:`ConnectionFailed` and an
+    ``httpx.HTTPStatusError`` (``.response``) at once."""
+
+    def __init__(self, message: str, *, url: str, response: httpx.Response) -> None:
+        httpx.HTTPStatusError.__init__(self, message, request=response.request, response=response)
+        self.url = url
+        self.status_code = response.status_code
+
+
+@final
+class HttpUnreachable(ConnectionFailed, httpx.TransportError):
+    """The HTTP server could not be reached: a :class:`ConnectionFailed` and an
+    ``httpx.TransportError`` at once (the original as ``__cause__``)."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        httpx.TransportError.__init__(self, message)
+        self.url = url
+        self.status_code = None
+
+
+def http_failure(url: str, error: BaseException) -> BaseException:
+    """What ``open_http_client`` raises for the transport's fatal ``error`` (from it)."""
+    if isinstance(error, httpx.HTTPStatusError):
+        status = error.response.status_code
+        message = str(error)
+        hint = endpoint_hint(url)
+        if status == 404 and hint is not None:
+            message += f" (is the path right? trio-mcp serves {DEFAULT_PATH}: {hint})"
+        return HttpRefused(message, url=url, response=error.response)
+    if isinstance(error, httpx.TransportError):
+        return HttpUnreachable(f"cannot connect to {url}: {error or type(error).__name__}",
+                               url=url)
+    return error
 
 
 @final

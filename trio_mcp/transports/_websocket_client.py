@@ -11,6 +11,7 @@ import ssl
 import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import final
 
 import trio
 import trio_websocket
@@ -26,7 +27,7 @@ from ._client import (
     open_client_peer,
     server_key,
 )
-from ._failures import websocket_failure
+from ._failures import body_text
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -35,6 +36,46 @@ from ._websocket import (
     _start_transport,
     _stop_transport,
 )
+
+
+@final
+class WebSocketRefused(ConnectionFailed, trio_websocket.ConnectionRejected):  # type: ignore[misc]
+    """The WebSocket server refused the handshake: a :class:`ConnectionFailed` and a
+    ``trio_websocket.ConnectionRejected`` (``.status_code``, ``.headers``, ``.body``)."""
+
+    def __init__(self, message: str, *, url: str, rejected: trio_websocket.ConnectionRejected):
+        trio_websocket.ConnectionRejected.__init__(
+            self, rejected.status_code, rejected.headers, rejected.body
+        )
+        self.args = (message,)
+        self.url = url
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@final
+class WebSocketUnreachable(ConnectionFailed, trio_websocket.HandshakeError):
+    """The WebSocket server could not be reached or did not complete the handshake: a
+    :class:`ConnectionFailed` and a ``trio_websocket.HandshakeError`` at once."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        trio_websocket.HandshakeError.__init__(self, message)
+        self.url = url
+        self.status_code = None
+
+
+def websocket_failure(url: str, error: BaseException) -> ConnectionFailed:
+    """What ``open_websocket_client`` raises for a handshake that failed (from ``error``)."""
+    if isinstance(error, trio_websocket.ConnectionRejected):
+        return WebSocketRefused(
+            f"the server refused the WebSocket connection to {url}: HTTP {error.status_code}"
+            f"{body_text(error.body)}",
+            url=url, rejected=error,
+        )
+    return WebSocketUnreachable(
+        f"cannot connect to {url}: {error or type(error).__name__}", url=url
+    )
 
 
 def _header_value(name: str, value: str) -> bytes:

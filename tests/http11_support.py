@@ -22,7 +22,8 @@ class EchoApp:
 
     The answer's body is ``METHOD PATH?QUERY body-length`` then the body;
     ``/stream`` answers in pieces (SSE-like) until the client goes, and
-    records that it saw ``http.disconnect``; ``/slow`` waits for ``release``;
+    records that it saw ``http.disconnect`` (``/flood``: 256 KiB pieces, back to
+    back, as fast as the client takes them); ``/slow`` waits for ``release``;
     ``/fail`` raises; ``/silent`` returns without answering; ``/echo-parts``
     answers each body piece as it arrives.
     """
@@ -36,8 +37,8 @@ class EchoApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.seen.append(scope)
         path = scope["path"]
-        if path == "/stream":
-            await self._stream(receive, send)
+        if path in ("/stream", "/flood"):
+            await self._stream(receive, send, flood=path == "/flood")
             return
         if path == "/fail":
             raise ValueError("the app failed")
@@ -73,7 +74,7 @@ class EchoApp:
                                 (b"content-length", b"%d" % len(answer))]})
         await send({"type": "http.response.body", "body": answer})
 
-    async def _stream(self, receive: Any, send: Any) -> None:
+    async def _stream(self, receive: Any, send: Any, *, flood: bool = False) -> None:
         while (await receive())["type"] != "http.request":
             pass
         await send({"type": "http.response.start", "status": 200,
@@ -81,11 +82,11 @@ class EchoApp:
         async with trio.open_nursery() as nursery:
 
             async def beat() -> None:
+                piece = b"data: " + b"x" * (256 * 1024) + b"\n\n" if flood else b"data: beat\n\n"
                 while True:
-                    await send({"type": "http.response.body", "body": b"data: beat\n\n",
-                                "more_body": True})
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
                     self.streaming.set()
-                    await trio.sleep(0.05)
+                    await trio.sleep(0 if flood else 0.05)
 
             nursery.start_soon(beat)
             assert (await receive())["type"] == "http.disconnect"

@@ -399,6 +399,22 @@ async def test_http11_client_disconnect_seen_during_a_long_answer() -> None:
             await app.disconnected.wait()
 
 
+async def test_http11_client_that_stops_reading_is_closed_after_the_write_timeout() -> None:
+    """A client that takes nothing (an SSE stream it never reads) does not hold its
+    connection forever: once a write waits ``write_timeout``, the connection is closed
+    and the app's ``receive()`` says the client is gone."""
+    app = EchoApp()
+    settings = HttpServerSettings(max_body=1024, write_timeout=0.5)
+    async with running(app, settings) as (port, _, _):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(b"GET /flood HTTP/1.1\r\n" + HOST + b"\r\n")
+            with trio.fail_after(30):  # the socket buffers fill, then the timeout runs
+                await app.disconnected.wait()
+            data = await read_all(stream)  # what was written, then the server's close
+    assert data.startswith(b"HTTP/1.1 200 ")
+
+
 @pytest.mark.parametrize("path", [b"/fail", b"/silent"])
 async def test_http11_app_failure_is_500_and_the_server_lives(path: bytes) -> None:
     async with running(EchoApp()) as (port, _, _):

@@ -198,9 +198,25 @@ class Connection:
                 dropped += len(data)
 
     async def _write(self, data: bytes) -> None:
+        """Write ``data``; a client that takes none of it for ``write_timeout`` is gone.
+
+        Raises:
+            trio.BrokenResourceError: The write failed or timed out (the
+                connection is then done: ``eof``).
+        """
         await self._writing.acquire()
         try:
-            await self.stream.send_all(data)
+            with trio.move_on_after(self.server.settings.write_timeout):
+                await self.stream.send_all(data)
+                return
+            self.eof = True  # part of it may be written: the framing is broken
+            log.info("%s: the client took nothing for %.0f s: closed", self.client,
+                     self.server.settings.write_timeout)
+            # The app's receive() sees the client gone: a read waiting on the
+            # socket ends with it, a wait for the answer's end is woken.
+            self._answered.set()
+            await trio.aclose_forcefully(self.stream)
+            raise trio.BrokenResourceError("write timed out")
         finally:
             self._writing.release()
 

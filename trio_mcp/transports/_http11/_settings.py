@@ -55,6 +55,10 @@ class HttpServerSettings:
         body_timeout: Seconds from the end of the head to the end of the
             body while the app reads it: 408 beyond (or, once an answer has
             started, the connection is closed).
+        write_timeout: Seconds one write may wait for the client to take its
+            bytes (a client that stopped reading, e.g. an SSE stream it never
+            reads, fills the socket's buffers): the connection is closed
+            beyond, and the app sees the client gone.
         shutdown_timeout: When the server is cancelled: seconds requests in
             progress (an SSE stream too) have to finish before they are
             cancelled. Idle connections close at once.
@@ -72,6 +76,7 @@ class HttpServerSettings:
     headers_timeout: float = 10.0
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT
     body_timeout: float = 30.0
+    write_timeout: float = 30.0
     shutdown_timeout: float = 5.0
     server_header: str | None = None
     date_header: bool = True

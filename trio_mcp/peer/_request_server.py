@@ -115,7 +115,11 @@ class RequestServer:
         """
         key = next(self._keys)
         self._outlets[key] = outlet
-        started = self.peer.session.serve_here(req, key)
+        try:
+            started = self.peer.session.serve_here(req, key)
+        except BaseException:  # (a tracer's bug, say): nothing of the request stays
+            del self._outlets[key]
+            raise
         if type(started) is tuple:
             del self._outlets[key]
             return started

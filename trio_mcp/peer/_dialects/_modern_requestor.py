@@ -42,6 +42,7 @@ from .._messages import (
     Task,
     TaskStatus,
     converter,
+    from_answer,
 )
 from .._session import ProgressCallback, call_progress
 from .._tasks import TaskHandle
@@ -203,14 +204,7 @@ class ModernTaskWire:
         result = self.detail.get("result")
         if task.status is not TaskStatus.COMPLETED or not isinstance(result, dict):
             raise RemoteProtocolError(f"task {task.task_id[:64]} completed without a result")
-        if result_type is dict:
-            return result  # type: ignore[return-value]
-        try:
-            return converter.structure(result, result_type)
-        except Exception as exc:
-            raise RemoteProtocolError(
-                f"the result of task {task.task_id[:64]} does not fit {result_type.__name__}"
-            ) from exc
+        return from_answer(result, result_type, "the result of task", task.task_id[:64])
 
     def close(self) -> None:
         """Cancel the questions being answered (the task ended or is given up)."""
@@ -286,12 +280,7 @@ async def call_and_follow(
     """
     raw = await peer.request_raw("tools/call", params, progress=progress)
     if raw.get("resultType") != "task":
-        try:
-            return converter.structure(raw, CallToolResult)
-        except Exception as exc:
-            raise RemoteProtocolError(
-                "the answer to tools/call does not fit CallToolResult"
-            ) from exc
+        return from_answer(raw, CallToolResult, "the answer to", "tools/call")
     wire = ModernTaskWire(peer, progress=progress)
     handle = TaskHandle(peer, wire.adopt(raw), CallToolResult, wire=wire)
     try:

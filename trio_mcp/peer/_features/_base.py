@@ -22,7 +22,6 @@ from typing import Any, Final, Protocol, TypeVar, final
 import attrs
 import trio
 
-from ..._errors import RemoteProtocolError
 from .._messages import (
     CallToolResult,
     ClientCapabilities,
@@ -30,7 +29,7 @@ from .._messages import (
     Request,
     ServerCapabilities,
     Task,
-    converter,
+    from_answer,
     to_wire,
 )
 from .._session import MessageBus, ProgressCallback, Session
@@ -494,15 +493,7 @@ class PeerCore:
             return await self.session.request(method, params, result_type, progress=progress)
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         raw = await self.modern.request_raw(method, wire, progress=progress)
-        if result_type is dict:
-            return raw  # type: ignore[return-value]
-        try:
-            result: T = converter.structure(raw, result_type)
-        except Exception as exc:
-            raise RemoteProtocolError(
-                f"the answer to {method} does not fit {result_type.__name__}"
-            ) from exc
-        return result
+        return from_answer(raw, result_type, "the answer to", method)
 
     # --- what a feature overrides -------------------------------------------------------
 

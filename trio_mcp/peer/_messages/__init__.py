@@ -56,6 +56,7 @@ from ._content import ResourceLink as ResourceLink
 from ._content import TextContent as TextContent
 from ._convert import KEEP as KEEP
 from ._convert import converter as converter
+from ._convert import from_answer as from_answer
 from ._convert import from_wire as from_wire
 from ._convert import to_wire as to_wire
 from ._convert import wire_object as wire_object

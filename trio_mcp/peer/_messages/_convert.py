@@ -23,7 +23,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ..._errors import INVALID_PARAMS, McpError
+from ..._errors import INVALID_PARAMS, McpError, RemoteProtocolError
 
 T = TypeVar("T")
 
@@ -196,6 +196,20 @@ def from_wire(data: Any, cls: type[T]) -> T:
         return converter.structure(data, cls)
     except Exception as exc:  # cattrs raises ClassValidationError & friends
         raise McpError(INVALID_PARAMS, f"Invalid params: {_describe(exc, cls)}") from exc
+
+
+def from_answer(raw: Any, cls: type[T], what: str, subject: str) -> T:
+    """Structure the other side's answer into ``cls`` (``dict``: the raw JSON as is).
+
+    Raises:
+        RemoteProtocolError: ``"<what> <subject> does not fit <cls>"``.
+    """
+    if cls is dict:
+        return raw  # type: ignore[no-any-return]
+    try:
+        return converter.structure(raw, cls)
+    except Exception as exc:
+        raise RemoteProtocolError(f"{what} {subject} does not fit {cls.__name__}") from exc
 
 
 def _describe(exc: BaseException, cls: type[Any]) -> str:

@@ -26,7 +26,7 @@ from .._messages import (
     Notification,
     Request,
     RequestId,
-    converter,
+    from_answer,
     message_to_json,
     to_wire,
 )
@@ -355,11 +355,4 @@ class Outbound:
         """
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
         raw = await self.request_raw(method, wire, progress=progress, cancellable=cancellable)
-        if result_type is dict:
-            return raw  # type: ignore[return-value]
-        try:
-            return converter.structure(raw, result_type)
-        except Exception as exc:
-            raise RemoteProtocolError(
-                f"the answer to {method} does not fit {result_type.__name__}"
-            ) from exc
+        return from_answer(raw, result_type, "the answer to", method)

@@ -23,7 +23,7 @@ from ..._errors import (
     TaskFailed,
     TrioMcpError,
 )
-from .._messages import CreateTaskResult, Task, TaskStatus, converter
+from .._messages import CreateTaskResult, Task, TaskStatus, converter, from_answer
 from ._connection import RequestorConnection
 from ._state import TRANSITIONS
 
@@ -178,14 +178,7 @@ class TaskHandle(Generic[R]):
             raw = await self.peer.request_raw("tasks/result", {"taskId": self.task_id})
         except RemoteError as exc:
             raise await self._typed_error(exc) from None
-        if self.result_type is dict:
-            return raw  # type: ignore[return-value]
-        try:
-            return converter.structure(raw, self.result_type)
-        except Exception as exc:
-            raise RemoteProtocolError(
-                f"tasks/result for {self.task_id} does not fit {self.result_type.__name__}"
-            ) from exc
+        return from_answer(raw, self.result_type, "tasks/result for", self.task_id)
 
     async def _typed_error(self, exc: RemoteError) -> RemoteError:
         """Tell a cancelled or failed task from other errors (one ``tasks/get`` if needed)."""

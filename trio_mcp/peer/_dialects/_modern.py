@@ -239,42 +239,24 @@ def _finish(peer: PeerCore, method: str, out: Any) -> Any:
     return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
 
 
-async def _complete(
-    peer: PeerCore, req: Request, params: dict[str, Any], modern: ModernRequest, out: Any,
-    prelude: bool,
-) -> Any:
-    """Finish a handler that must wait, with its modern request current."""
-    token = current_dialect.set(modern)
-    try:
-        if inspect.isawaitable(out):
-            out = await out
-        if prelude and isinstance(out, Reply):
-            out = await run_prelude(peer, out, modern)
-    except InputRequired as need:
-        assert modern.round is not None
-        return input_required_result(peer, req, params, modern.round, need)
-    except McpError as exc:
-        raise _legacy_code(exc) from None
-    finally:
-        current_dialect.reset(token)
-    return _finish(peer, req.method, out)
-
-
-def wrap(
-    peer: PeerCore, method: str, handler: Callable[[Request], Any], *, immediate: bool = False
-) -> Any:
+def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> RequestHandler:
     """``handler`` (a request or immediate handler) as a modern handler.
 
-    With ``immediate`` the result is an immediate handler (see the session):
-    it answers in the dispatching task when ``handler`` does (an inline
-    tool: no Trio task per call), else returns the coroutine that does.
+    One coroutine for both kinds: as an immediate handler the session starts
+    it in the dispatching task (``run_inline``), so an inline tool is still
+    answered there, with no Trio task; what waits (the handler's own wait, a
+    task prelude) leaves the reader as the handler itself does.
     """
 
-    def call(req: Request) -> Any:
+    async def serve(req: Request) -> Any:
         modern, params, prelude = _begin(peer, method, req)
         token = current_dialect.set(modern)
         try:
             out = handler(Request(req.id, req.method, params, dialect=modern, caller=req.caller))
+            if inspect.isawaitable(out):
+                out = await out
+            if prelude and isinstance(out, Reply):
+                out = await run_prelude(peer, out, modern)
         except InputRequired as need:
             assert modern.round is not None
             return input_required_result(peer, req, params, modern.round, need)
@@ -282,16 +264,7 @@ def wrap(
             raise _legacy_code(exc) from None
         finally:
             current_dialect.reset(token)
-        if inspect.isawaitable(out) or (prelude and isinstance(out, Reply)):
-            return _complete(peer, req, params, modern, out, prelude)
         return _finish(peer, method, out)
-
-    if immediate:
-        return call
-
-    async def serve(req: Request) -> Any:
-        out = call(req)
-        return await out if inspect.iscoroutine(out) else out
 
     return serve
 
@@ -331,7 +304,7 @@ def become_modern(peer: PeerCore) -> None:
     """
     session = peer.session
     immediate: dict[str, ImmediateHandler] = {
-        method: wrap(peer, method, handler, immediate=True)
+        method: wrap(peer, method, handler)
         for method, handler in session.immediate_handlers.items() if method in MODERN_METHODS
     }
     handlers: dict[str, RequestHandler] = {}

@@ -46,7 +46,6 @@ from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._codec import outcome_from_json, outcome_to_json
 from ._store import (
-    CapReached,
     InputAnswer,
     InputItem,
     MemoryTaskStore,
@@ -54,6 +53,7 @@ from ._store import (
     StoreEvents,
     TaskRecord,
     TaskStore,
+    create_one_by_one,
     now_iso,
     trio_deadline,
     wall_expiry,
@@ -160,13 +160,7 @@ class SqliteTaskStore:
     async def create_many(
         self, records: Sequence[TaskRecord], *, max_live: int
     ) -> list[int | Exception]:
-        out: list[int | Exception] = []
-        for record in records:
-            try:
-                out.append(await self.create(record, max_live=max_live))
-            except (CapReached, McpError) as exc:
-                out.append(exc)
-        return out
+        return await create_one_by_one(self, records, max_live=max_live)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return await self._memory.get(task_id)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, final, runtim
 import attrs
 import trio
 
+from ..._errors import McpError
 from .._messages import ErrorData, Task, TaskStatus, task_wire
 
 #: A terminal task's outcome: the result JSON, or the JSON-RPC error.
@@ -399,13 +400,7 @@ class MemoryTaskStore:
     async def create_many(
         self, records: Sequence[TaskRecord], *, max_live: int
     ) -> list[int | Exception]:
-        out: list[int | Exception] = []
-        for record in records:
-            try:
-                out.append(await self.create(record, max_live=max_live))
-            except CapReached as exc:
-                out.append(exc)
-        return out
+        return await create_one_by_one(self, records, max_live=max_live)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return self.index.get(task_id)
@@ -556,3 +551,20 @@ def new_task_id() -> str:
 
 
 os.register_at_fork(after_in_child=_id_pool.clear)
+
+
+async def create_one_by_one(
+    store: TaskStore, records: Sequence[TaskRecord], *, max_live: int
+) -> list[int | Exception]:
+    """``create_many`` of a store with no batch of its own: each record created in turn.
+
+    A record the store refuses gets its exception in its place (:class:`CapReached`,
+    or the :class:`~trio_mcp.McpError` of a store that failed), as ``create_many`` says.
+    """
+    out: list[int | Exception] = []
+    for record in records:
+        try:
+            out.append(await store.create(record, max_live=max_live))
+        except (CapReached, McpError) as exc:
+            out.append(exc)
+    return out

@@ -9,7 +9,7 @@ import tomllib
 
 from trio_mcp._cli._main import EPILOG
 
-from .helpers import ROOT
+from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

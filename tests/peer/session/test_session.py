@@ -354,18 +354,18 @@ def test_session_related_request_id_is_not_part_of_equality() -> None:
     assert a == Request(1, "m", None) and attrs.evolve(a).related_request_id == 5
 
 
-# --- immediate handlers: answered in the dispatching task -------------------------------
+# --- inline methods: answered in the dispatching task ----------------------------------
 
 
-async def test_session_immediate_handler_answers_without_a_task_of_its_own() -> None:
+async def test_session_inline_handler_answers_without_a_task_of_its_own() -> None:
     seen: list[Any] = []
     sent: list[str] = []
 
-    def now(req: Request) -> Reply:
+    async def now(req: Request) -> Reply:
         seen.append((current_request_id.get(), trio.lowlevel.current_task().name))
         return Reply({"n": req.params}, lambda: sent.append("after"))
 
-    async with running_session(immediate_handlers={"now": now}) as (session, ends):
+    async with running_session(request_handlers={"now": now}, inline={"now"}) as (session, ends):
         await ends.to_peer.send(Request(1, "now", {"x": 1}))
         reply = await _next(ends)
         assert isinstance(reply, Response) and reply.result == {"n": {"x": 1}}
@@ -375,15 +375,15 @@ async def test_session_immediate_handler_answers_without_a_task_of_its_own() -> 
         assert current_request_id.get() is None and not session._inflight
 
 
-async def test_session_immediate_handler_errors_become_error_responses() -> None:
-    def refuse(req: Request) -> Any:
+async def test_session_inline_handler_errors_become_error_responses() -> None:
+    async def refuse(req: Request) -> Any:
         raise McpError(-32602, "no")
 
-    def crash(req: Request) -> Any:
+    async def crash(req: Request) -> Any:
         raise ZeroDivisionError("secret")
 
     handlers = {"refuse": refuse, "crash": crash}
-    async with running_session(immediate_handlers=handlers) as (_, ends):
+    async with running_session(request_handlers=handlers, inline=set(handlers)) as (_, ends):
         await ends.to_peer.send(Request(1, "refuse"))
         await ends.to_peer.send(Request(2, "crash"))
         first, second = await _next(ends), await _next(ends)
@@ -392,9 +392,9 @@ async def test_session_immediate_handler_errors_become_error_responses() -> None
         assert "secret" not in second.error.message
 
 
-async def test_session_immediate_coroutine_that_does_not_wait_is_answered_inline() -> None:
-    """A coroutine an immediate handler returns is started in the dispatching task: if it
-    returns without waiting it is answered there (no Trio task, one async path)."""
+async def test_session_inline_coroutine_that_does_not_wait_is_answered_inline() -> None:
+    """An inline method's handler is started in the dispatching task: if it returns
+    without waiting it is answered there (no Trio task, one async path)."""
     seen: list[Any] = []
     flag: contextvars.ContextVar[int] = contextvars.ContextVar("flag", default=0)
 
@@ -405,10 +405,9 @@ async def test_session_immediate_coroutine_that_does_not_wait_is_answered_inline
             await leave_reader()  # the rest runs as the request's own task
         return {"ok": req.id}
 
-    def now(req: Request) -> Any:
-        return answer(req)
-
-    async with running_session(immediate_handlers={"now": now}) as (session, ends):
+    async with running_session(request_handlers={"now": answer}, inline={"now"}) as (
+        session, ends
+    ):
         await ends.to_peer.send(Request(1, "now"))
         reply = await _next(ends)
         assert isinstance(reply, Response) and reply.result == {"ok": 1}
@@ -426,13 +425,13 @@ async def test_session_inline_coroutine_that_waits_without_leaving_is_an_interna
     async def bad(req: Request) -> Any:
         await trio.lowlevel.cancel_shielded_checkpoint()
 
-    async with running_session(immediate_handlers={"bad": bad}) as (_, ends):
+    async with running_session(request_handlers={"bad": bad}, inline={"bad"}) as (_, ends):
         await ends.to_peer.send(Request(1, "bad"))
         reply = await _next(ends)
         assert isinstance(reply, ErrorResponse) and reply.error.code == -32603
 
 
-async def test_session_immediate_handler_may_defer_to_a_cancellable_task() -> None:
+async def test_session_inline_handler_may_defer_to_a_cancellable_task() -> None:
     stopped = trio.Event()
 
     async def wait_forever() -> Any:
@@ -442,10 +441,12 @@ async def test_session_immediate_handler_may_defer_to_a_cancellable_task() -> No
         finally:
             stopped.set()
 
-    def later(req: Request) -> Any:
-        return wait_forever()  # must wait: runs as the request's own task
+    async def later(req: Request) -> Any:
+        return await wait_forever()  # must wait: the rest runs as the request's own task
 
-    async with running_session(immediate_handlers={"later": later}) as (session, ends):
+    async with running_session(request_handlers={"later": later}, inline={"later"}) as (
+        session, ends
+    ):
         await ends.to_peer.send(Request(1, "later"))
         await trio.testing.wait_all_tasks_blocked()
         assert 1 in session._inflight
@@ -459,13 +460,13 @@ async def test_session_immediate_handler_may_defer_to_a_cancellable_task() -> No
         assert isinstance(reply, ErrorResponse) and reply.id == 2
 
 
-async def test_session_immediate_answers_wait_for_room_when_the_bus_is_full() -> None:
+async def test_session_inline_answers_wait_for_room_when_the_bus_is_full() -> None:
     """Answers that do not fit on a full bus are sent from tasks, in time, none lost."""
-    def now(req: Request) -> dict[str, Any]:
+    async def now(req: Request) -> dict[str, Any]:
         return {"i": req.id}
 
     bus, ends = open_bus(capacity=4)
-    session = Session(bus, immediate_handlers={"now": now})
+    session = Session(bus, request_handlers={"now": now}, inline={"now"})
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         for i in range(40):

@@ -1,0 +1,339 @@
+"""The Redis task store on Redis Cluster: what spans slots, done in single-slot steps.
+
+On Redis Cluster a Lua script may only touch the keys of one slot. A task's own keys
+(its hash, input queue, answers) share the hash tag ``{t:ID}``, so every operation on
+one task is still one atomic script. What spans a task, its owner (live set and
+``tasks/list`` index, tag ``{o:OWNER}``) and its runner (runs set and lease, tag
+``{i:INSTANCE}``) is done here as a few single-slot steps, in an order that keeps
+the store's promises whenever a process stops between two of them:
+
+* create: (1) the runner's runs set and lease, and a block of the global seq; (2)
+  the task's hash; (3) the owner admits it under the live cap (atomic in the
+  owner's slot) and indexes it. A task is in a runs set before it has a hash
+  (a dead runner's sweep finds it), and has a hash before it is in its owner's
+  sets (so an id in them without a hash is gone for good, and is dropped). A
+  task the cap refuses is deleted again.
+* a task that became terminal (update, cancel, sweep) leaves its owner's live set
+  and its runner's runs set in a next step; until then the live set may hold it,
+  and a create that finds the owner at the cap first drops the members that are
+  terminal or gone (as the standalone script does), then tries again.
+* the sweep: for each instance whose lease is gone, take it out of the instance
+  set, read its runs set unless its lease came back (one script), fail each of
+  those tasks still running on it (one script per task, compare-and-set), then
+  drop them from the owner's live set and the runs set.
+
+Steps that touch many slots run concurrently. Each operation is still bounded by
+the store's ``op_timeout`` as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Any, Final, TypeVar, final
+
+import attrs
+import trio
+
+from ._redis_scripts import RedisKeys
+
+T = TypeVar("T")
+
+_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+
+
+async def gather(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Await ``calls`` concurrently; their results in order. The first error is raised
+    as itself (not in a group) unless a cancellation is among them."""
+    if len(calls) == 1:
+        return [await calls[0]]
+    out: list[Any] = [None] * len(calls)
+
+    async def one(i: int, call: Awaitable[T]) -> None:
+        out[i] = await call
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for i, call in enumerate(calls):
+                nursery.start_soon(one, i, call)
+    except BaseExceptionGroup as group:
+        first = group.exceptions[0]
+        if group.subgroup(trio.Cancelled) is None and isinstance(first, Exception):
+            raise first from None
+        raise
+    return out
+
+
+def _pairs(flat: Sequence[Any]) -> dict[str, str]:
+    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def _grouped(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, member in pairs:
+        out.setdefault(name, []).append(member)
+    return out
+
+
+@final
+@attrs.define(eq=False)
+class SlotSteps:
+    """The multi-slot operations of :class:`~._redis.RedisTaskStore` on Redis Cluster.
+
+    Args:
+        keys: The key names (``cluster=True``).
+        instance: This process's id.
+        lease_ms: The lease, in ms (text).
+        scripts: The registered scripts by name (``c_*`` and the task scripts).
+    """
+
+    keys: RedisKeys
+    instance: str
+    lease_ms: str
+    scripts: dict[str, Any]
+
+    def _task_script(self, name: str, task_id: str, *args: str) -> Any:
+        return self.scripts[name](
+            keys=[self.keys.task(task_id)], args=[self.keys.prefix, task_id, *args]
+        )
+
+    # --- create ----------------------------------------------------------------------
+
+    async def create_many(
+        self, client: Any, creates: Sequence[list[str]], max_live: int, now_ms: int
+    ) -> list[int]:
+        """Create tasks (CREATE's arguments after the prefix, each run by this
+        instance); each one's seq, or -1 (cap reached) or -2 (id taken)."""
+        keys = self.keys
+        running = [a[0] for a in creates if a[3] not in _TERMINAL]
+        steps: list[Awaitable[Any]] = [client.incrby(keys.seq, len(creates))]
+        if running:
+            steps.append(self.scripts["c_enlist"](
+                keys=[keys.runs(self.instance), keys.lease(self.instance)],
+                args=[self.lease_ms, *running],
+            ))  # fmt: skip
+        found = await gather(steps)
+        last = int(found[0])
+        enlisted: dict[str, bool] = {}
+        if running:
+            fresh, added = found[1]
+            enlisted = {tid: bool(a) for tid, a in zip(running, added, strict=True)}
+            if int(fresh):
+                await client.sadd(keys.instances, [self.instance])
+        first = last - len(creates) + 1
+        seqs = [
+            int(s) for s in await gather([
+                self.scripts["c_create"](
+                    keys=[keys.task(a[0])], args=[keys.prefix, str(first + i), *a]
+                )
+                for i, a in enumerate(creates)
+            ])
+        ]  # fmt: skip
+        admitted = await self._admit(client, creates, seqs, max_live, now_ms)
+        undo: list[Awaitable[Any]] = []
+        out: list[int] = []
+        for a, seq, ok in zip(creates, seqs, admitted, strict=True):
+            task_id = a[0]
+            if seq == -2:
+                out.append(-2)
+                if enlisted.get(task_id):
+                    undo.append(client.srem(keys.runs(self.instance), [task_id]))
+            elif not ok:
+                out.append(-1)
+                undo.append(client.delete([keys.task(task_id)]))
+                if task_id in enlisted:
+                    undo.append(client.srem(keys.runs(self.instance), [task_id]))
+            else:
+                out.append(seq)
+        if undo:
+            await gather(undo)
+        return out
+
+    async def _admit(
+        self,
+        client: Any,
+        creates: Sequence[list[str]],
+        seqs: Sequence[int],
+        max_live: int,
+        now_ms: int,
+    ) -> list[bool]:
+        """Step 3 of create: each owner admits its new tasks; heal and retry once at the cap."""
+        by_owner: dict[str, list[int]] = {}
+        for i, (a, seq) in enumerate(zip(creates, seqs, strict=True)):
+            if seq > 0:
+                by_owner.setdefault(a[1], []).append(i)
+        ok = [False] * len(creates)
+
+        async def admit(owner: str, which: list[int]) -> list[int]:
+            args: list[str] = [str(max_live), str(now_ms)]
+            for i in which:
+                a = creates[i]
+                args += [a[0], str(seqs[i]), "0" if a[3] in _TERMINAL else "1", a[7]]
+            found = await self.scripts["c_admit"](
+                keys=[self.keys.live(owner), self.keys.index(owner)], args=args
+            )
+            refused = []
+            for i, answer in zip(which, found, strict=True):
+                ok[i] = int(answer) == 1
+                if not ok[i]:
+                    refused.append(i)
+            return refused
+
+        async def owner_step(owner: str, which: list[int]) -> None:
+            refused = await admit(owner, which)
+            if refused and await self._heal(client, owner, now_ms):
+                await admit(owner, refused)
+
+        await gather([owner_step(owner, which) for owner, which in by_owner.items()])
+        return ok
+
+    async def _heal(self, client: Any, owner: str, now_ms: int) -> bool:
+        """Drop the members of ``owner``'s live set that are terminal or gone; any?"""
+        live = self.keys.live(owner)
+        members = sorted(await client.smembers(live))
+        if not members:
+            return False
+        states = await gather(
+            [client.hmget(self.keys.task(m), ["status", "expires"]) for m in members]
+        )
+        stale = [
+            m for m, (status, expires) in zip(members, states, strict=True)
+            if status is None or status in _TERMINAL
+            or (expires is not None and int(expires) <= now_ms)
+        ]  # fmt: skip
+        if stale:
+            await client.srem(live, stale)
+        return bool(stale)
+
+    # --- changes of one task, and what follows them ----------------------------------
+
+    async def _finished(self, client: Any, done: Sequence[tuple[str, str, str | None]]) -> None:
+        """Tasks ``(id, owner, runner)`` became terminal: drop them from the live and
+        runs sets."""
+        steps: list[Awaitable[Any]] = []
+        for owner, ids in _grouped([(owner, tid) for tid, owner, _ in done]).items():
+            steps.append(client.srem(self.keys.live(owner), ids))
+        runners = [(runner, tid) for tid, _, runner in done if runner]
+        for runner, ids in _grouped(runners).items():
+            steps.append(client.srem(self.keys.runs(runner), ids))
+        if steps:
+            await gather(steps)
+
+    async def update_many(self, client: Any, updates: Sequence[list[str]]) -> list[bool]:
+        """UPDATE each task (its arguments after the prefix); whether each applied."""
+        found = await gather([
+            self.scripts["c_update"](keys=[self.keys.task(a[0])], args=[self.keys.prefix, *a])
+            for a in updates
+        ])  # fmt: skip
+        done = [
+            (a[0], str(owner), runner or None)
+            for a, (_, owner, runner) in zip(updates, found, strict=True)
+            if owner
+        ]
+        await self._finished(client, done)
+        return [bool(int(applied)) for applied, _, _ in found]
+
+    async def cancel(self, client: Any, task_id: str, *args: str) -> list[Any] | None:
+        """CANCEL the task; the hash after (flat), or None if it is gone."""
+        flat = await self._task_script("cancel", task_id, *args)
+        if not flat:
+            return None
+        h = _pairs(flat)
+        if h.get("status") in _TERMINAL:
+            await self._finished(client, [(task_id, h["owner"], h.get("runner"))])
+        return list(flat)
+
+    async def delete(self, client: Any, task_id: str) -> None:
+        """Delete the task's keys, then its place in its owner's and runner's sets."""
+        owner, runner = await self._task_script("c_delete", task_id)
+        steps: list[Awaitable[Any]] = []
+        if owner:
+            steps += [client.zrem(self.keys.index(owner), [task_id]),
+                      client.srem(self.keys.live(owner), [task_id])]  # fmt: skip
+        if runner:
+            steps.append(client.srem(self.keys.runs(runner), [task_id]))
+        if steps:
+            await gather(steps)
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def page(
+        self, client: Any, owner: str, after_seq: int, limit: int, now_ms: int
+    ) -> tuple[list[tuple[str, dict[str, str]]], bool]:
+        """Up to ``limit`` live hashes of ``owner`` after ``after_seq`` (ids with them),
+        and whether more remain; index entries of vanished tasks are dropped."""
+        index = self.keys.index(owner)
+        out: list[tuple[str, dict[str, str]]] = []
+        vanished: list[str] = []
+        cursor, more = str(after_seq), False
+        batch = str(max(limit + 1, 16))
+        while not more:
+            rows = await self.scripts["c_page_ids"](keys=[index], args=[cursor, batch])
+            if not rows:
+                break
+            ids = [str(rows[i]) for i in range(0, len(rows), 2)]
+            hashes = await gather([client.hgetall(self.keys.task(t)) for t in ids])
+            for task_id, h in zip(ids, hashes, strict=True):
+                if not h:
+                    vanished.append(task_id)
+                elif not ((exp := h.get("expires")) is not None and int(exp) <= now_ms):
+                    if len(out) == limit:
+                        more = True
+                        break
+                    out.append((task_id, dict(h)))
+            cursor = str(rows[-1])
+        if vanished:
+            await client.zrem(index, vanished)
+        return out, more
+
+    async def terminal_among(self, client: Any, task_ids: Sequence[str], now_ms: int) -> set[str]:
+        """Which of these ids are terminal, gone or expired."""
+        states = await gather(
+            [client.hmget(self.keys.task(t), ["status", "expires"]) for t in task_ids]
+        )
+        return {
+            t for t, (status, expires) in zip(task_ids, states, strict=True)
+            if status is None or status in _TERMINAL
+            or (expires is not None and int(expires) <= now_ms)
+        }  # fmt: skip
+
+    # --- leases ----------------------------------------------------------------------
+
+    async def renew(self, client: Any) -> bool:
+        """Take or renew the lease, (re)join the instance set; whether it was held."""
+        had = await self.scripts["c_renew"](
+            keys=[self.keys.lease(self.instance)], args=[self.lease_ms]
+        )
+        await client.sadd(self.keys.instances, [self.instance])
+        return bool(int(had))
+
+    async def sweep(
+        self, client: Any, message: str, updated: str, instance: str
+    ) -> tuple[int, list[str]]:
+        """Fail the running tasks of dead instances (or of ``instance``, releasing its
+        lease); how many failed, and which instances were dead."""
+        keys = self.keys
+        if instance:
+            await client.delete([keys.lease(instance)])
+            dead = [instance]
+        else:
+            members = sorted(await client.smembers(keys.instances))
+            held = await gather([client.exists([keys.lease(m)]) for m in members])
+            dead = [m for m, h in zip(members, held, strict=True) if not int(h)]
+        failed = 0
+        for inst in dead:
+            await client.srem(keys.instances, [inst])
+            runs = await self.scripts["c_dead_runs"](keys=[keys.runs(inst), keys.lease(inst)])
+            if runs is None or runs is False:  # its lease is back: it lives
+                await client.sadd(keys.instances, [inst])
+                continue
+            ids = sorted(str(t) for t in runs)
+            if not ids:
+                continue
+            owners = await gather(
+                [self._task_script("c_fail", t, message, updated, inst) for t in ids]
+            )
+            done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]
+            await self._finished(client, done)
+            await client.srem(keys.runs(inst), ids)
+            failed += len(done)
+        return failed, dead

@@ -124,18 +124,13 @@ class RedisCluster:
             self.stop()
             raise RuntimeError(f"Redis Cluster: {what}\n" + "\n".join(logs))
 
-    def keys_on(self, port: int, pattern: str) -> list[str]:
+    async def keys_on(self, port: int, pattern: str) -> list[str]:
         """The keys matching ``pattern`` held by the master on ``port`` (``SCAN``)."""
         import coredis  # the redis extra; the fixture has checked it
 
-        async def scan() -> list[str]:
-            client: coredis.Redis[str] = coredis.Redis("127.0.0.1", port, decode_responses=True)
-            async with client:
-                return [k async for k in client.scan_iter(match=pattern, count=1000)]
-
-        import trio
-
-        return trio.run(scan)
+        client: coredis.Redis[str] = coredis.Redis("127.0.0.1", port, decode_responses=True)
+        async with client:
+            return [k async for k in client.scan_iter(match=pattern, count=1000)]
 
     def stop(self) -> None:
         """Kill every node."""

@@ -302,7 +302,7 @@ class RedisTaskStore:
 
     async def _check_config(self) -> None:
         try:
-            config = await self._do(lambda c: c.config_get(["maxmemory-policy", "appendonly"]))
+            config = await self._do(self._config)
         except RedisError as exc:
             log.warning(
                 "%r: could not check Redis's maxmemory-policy and appendonly (%s): tasks are"
@@ -320,6 +320,21 @@ class RedisTaskStore:
                 "%r: Redis's appendonly is 'no': task results would not survive a Redis restart",
                 self,
             )
+
+    @staticmethod
+    async def _config(client: Any) -> dict[str, str]:
+        """Redis's maxmemory-policy and appendonly (on Redis Cluster: of the first primary
+        that is not set as the store needs, else of the first)."""
+        names = ["maxmemory-policy", "appendonly"]
+        if not isinstance(client, coredis.RedisCluster):
+            return dict(await client.config_get(names))
+        found: list[dict[str, str]] = []
+        for node in client.primaries:  # CONFIG GET is not routed: ask each primary
+            async with node:
+                found.append(dict(await node.config_get(names)))
+        unsafe = [c for c in found if c.get("maxmemory-policy") != "noeviction"]
+        unsafe += [c for c in found if c.get("appendonly") == "no"]
+        return (unsafe or found)[0]
 
     async def aclose(self) -> None:
         """Fail this process's still-running tasks, release the lease, disconnect."""

@@ -115,21 +115,31 @@ local function gone(expires, now)
 end
 """
 
-_PRELUDE: Final = _TERMINAL + _KEYS + """
+_PRELUDE: Final = (
+    _TERMINAL
+    + _KEYS
+    + """
 local function finish(id, owner, runner)
   redis.call('SREM', P .. ':live:' .. owner, id)
   if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
 end
-""" + _GONE
+"""
+    + _GONE
+)
 
 #: On Redis Cluster a task's script cannot reach its owner's and runner's sets (other
 #: slots): ``finish`` notes them in ``FINISHED`` for the caller's next steps.
-_CLUSTER_PRELUDE: Final = _TERMINAL + _CLUSTER_KEYS + """
+_CLUSTER_PRELUDE: Final = (
+    _TERMINAL
+    + _CLUSTER_KEYS
+    + """
 local FINISHED = {}
 local function finish(id, owner, runner)
   FINISHED[1], FINISHED[2] = owner, runner or false
 end
-""" + _GONE
+"""
+    + _GONE
+)
 
 
 def for_cluster(script: str) -> str:
@@ -137,6 +147,7 @@ def for_cluster(script: str) -> str:
     if not script.startswith(_PRELUDE):
         raise ValueError("not a script on the standalone prelude")
     return _CLUSTER_PRELUDE + script[len(_PRELUDE) :]
+
 
 _CREATE_ONE: Final = """
 local function create(a)

@@ -1,0 +1,128 @@
+"""The Redis task store on a real, private three-master Redis Cluster: what only the
+cluster adds (the store contract, ``test_store_redis.py`` and the cluster tests run on it
+too).
+
+The URL names the nodes; a task's keys share one hash tag and so one slot, and the tasks
+of one owner spread over every master; what a process leaves half done between two
+single-slot steps when it dies is healed by the others.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp.peer._messages import TaskStatus
+from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
+from trio_mcp.peer._tasks._store import CapReached, InputAnswer, InputItem
+
+from .redis_cluster import RedisCluster, cluster_store_url
+from .redis_server import require_redis
+from .shared_store_support import opened
+from .shared_store_support import record as _record
+
+
+def _store(url: str, **kwargs: Any) -> Any:
+    from trio_mcp.peer._tasks._redis import RedisTaskStore
+
+    return RedisTaskStore(url, **kwargs)
+
+
+def test_redis_cluster_url_names_the_nodes_and_takes_the_redis_options() -> None:
+    require_redis()
+    from trio_mcp.peer._tasks._open import open_task_store
+    from trio_mcp.peer._tasks._redis_loops import cluster_nodes
+
+    store = open_task_store(
+        "redis+cluster://10.0.0.1:7000,10.0.0.2:7001/?lease=1.5&prefix=app&hint=0.2"
+    )
+    assert store.cluster and store.shared
+    assert (store.lease_seconds, store.hint_seconds, store.prefix) == (1.5, 0.2, "app")
+    assert not open_task_store("redis://localhost:6379/0").cluster
+    first, nodes = cluster_nodes("rediss+cluster://u:pw@a:1,b:2,[::1]:3?ssl_cert_reqs=none")
+    assert first == "rediss://u:pw@a:1?ssl_cert_reqs=none"
+    assert [(n.host, n.port) for n in nodes] == [("a", 1), ("b", 2), ("::1", 3)]
+    for bad in ("redis+cluster://", "redis+cluster://a:1,b", "redis+cluster://a:x"):
+        with pytest.raises(ValueError, match="host:port"):
+            cluster_nodes(bad)
+
+
+async def _slot(client: Any, key: str) -> int:
+    return int(await client.cluster_keyslot(key))
+
+
+async def test_redis_cluster_one_slot_per_task_and_every_master_holds_tasks(
+    redis_cluster: RedisCluster,
+) -> None:
+    url = cluster_store_url(redis_cluster)
+    async with opened(_store(url), run=False) as (store, _):
+        ids = [f"task-{i}" for i in range(60)]
+        for task_id in ids:
+            await store.create(_record(task_id), max_live=100)
+            await store.push_input(task_id, InputItem("1", "elicitation/create", {}))
+            await store.answer_input(task_id, "2", InputAnswer(result={"ok": True}))
+        client, keys = store._client, store._keys
+        for task_id in ids:  # a task's keys: one slot
+            slots = {await _slot(client, k) for k in
+                     (keys.task(task_id), keys.inputs(task_id), keys.answers(task_id))}  # fmt: skip
+            assert len(slots) == 1
+        # an owner's keys, an instance's keys: one slot each
+        assert await _slot(client, keys.index("alice")) == await _slot(client, keys.live("alice"))
+        assert await _slot(client, keys.runs(store.instance)) == await _slot(
+            client, keys.lease(store.instance)
+        )
+        page, more = await store.page("alice", 0, 100)
+        assert [r.task_id for r in page] == ids and not more
+    # the tasks of one owner spread over the three masters (each holds some hashes)
+    held = [
+        {k for k in await redis_cluster.keys_on(port, f"{store.prefix}:{{t:*}}") if "}:" not in k}
+        for port in redis_cluster.ports
+    ]
+    assert all(held) and sum(map(len, held)) == 60
+    assert set().union(*held) == {keys.task(t) for t in ids}
+
+
+async def test_redis_cluster_heals_what_a_process_left_between_two_steps(
+    redis_cluster: RedisCluster,
+) -> None:
+    url = cluster_store_url(redis_cluster)
+    async with opened(_store(url, lease_seconds=1.0)) as (a, a_hints):
+        client, keys = a._client, a._keys
+        # a task that turned terminal whose process stopped before leaving the live set
+        await a.create(_record("done"), max_live=2)
+        await a.create(_record("running"), max_live=2)
+        await client.hset(keys.task("done"), {"status": "completed"})
+        assert await client.sismember(keys.live("alice"), "done")
+        await a.create(_record("third"), max_live=2)  # at the cap: the live set is healed
+        assert not await client.sismember(keys.live("alice"), "done")
+        with pytest.raises(CapReached):
+            await a.create(_record("fourth"), max_live=2)
+
+        # b dies between the steps of two creates: "b-ghost" enlisted in its runs set
+        # (step 1) with no hash yet, "b-half" enlisted and written (step 2), not admitted
+        b = _store(url, lease_seconds=1.0)
+        await b.open()
+        await b.create(_record("b-full"), max_live=10)
+        await client.sadd(keys.runs(b.instance), ["b-ghost", "b-half"])
+        half = _record("b-half")
+        from trio_mcp.peer._tasks._redis import _create_args
+
+        await b._script(
+            "c_create", "999", *_create_args(b, half, 10, int(time.time() * 1000)),
+            route=keys.task("b-half"),
+        )  # fmt: skip
+        await b._release_client()  # no aclose: its lease lapses
+        await a_hints.wait_for(("status", "b-half"), timeout=5.0)
+        await a_hints.wait_for(("status", "b-full"), timeout=5.0)
+        for task_id in ("b-full", "b-half"):
+            lost = await a.get(task_id)
+            assert (lost.status, lost.status_message) == (TaskStatus.FAILED, LEASE_LOST_MESSAGE)
+        with trio.fail_after(5):
+            while await client.exists([keys.runs(b.instance)]):  # noqa: ASYNC110 (another process)
+                await trio.sleep(0.05)
+        assert await a.get("b-ghost") is None
+        assert b.instance not in await client.smembers(keys.instances)
+        assert not await client.sismember(keys.live("alice"), "b-full")

@@ -4,7 +4,8 @@ too).
 
 The URL names the nodes; a task's keys share one hash tag and so one slot, and the tasks
 of one owner spread over every master; what a process leaves half done between two
-single-slot steps when it dies is healed by the others.
+single-slot steps when it dies is healed by the others. On a standalone Redis the key
+names stay those of earlier releases.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -76,6 +78,8 @@ async def test_redis_cluster_one_slot_per_task_and_every_master_holds_tasks(
         )
         page, more = await store.page("alice", 0, 100)
         assert [r.task_id for r in page] == ids and not more
+        # the scripts name the keys as RedisKeys does
+        assert await client.exists([keys.inputs(ids[0]), keys.answers(ids[0])]) == 2
     # the tasks of one owner spread over the three masters (each holds some hashes)
     held = [
         {k for k in await redis_cluster.keys_on(port, f"{store.prefix}:{{t:*}}") if "}:" not in k}
@@ -126,3 +130,35 @@ async def test_redis_cluster_heals_what_a_process_left_between_two_steps(
         assert await a.get("b-ghost") is None
         assert b.instance not in await client.smembers(keys.instances)
         assert not await client.sismember(keys.live("alice"), "b-full")
+
+
+async def test_redis_cluster_writes_of_one_task_in_one_batch_apply_in_order(
+    redis_cluster: RedisCluster,
+) -> None:
+    async with opened(_store(cluster_store_url(redis_cluster)), run=False) as (store, _):
+        first = _record("one")
+        first.seq = await store.create(first, max_live=10)
+        other = _record("other")
+        other.seq = await store.create(other, max_live=10)
+        steps = []
+        for i in range(30):
+            status = TaskStatus.INPUT_REQUIRED if i % 2 else TaskStatus.WORKING
+            steps.append(attrs.evolve(first, status=status, status_message=f"step {i}"))
+            steps.append(attrs.evolve(other, status_message=f"step {i}"))
+        steps.append(attrs.evolve(first, status=TaskStatus.WORKING, status_message="last"))
+        assert await store.update_many(steps) == [True] * len(steps)
+        got = await store.get("one")
+        assert (got.status, got.status_message) == (TaskStatus.WORKING, "last")
+        assert (await store.get("other")).status_message == "step 29"
+
+
+async def test_redis_standalone_key_names_are_those_of_earlier_releases(redis_url: str) -> None:
+    async with opened(_store(redis_url), run=False) as (store, _):
+        await store.create(_record("x"), max_live=10)
+        await store.push_input("x", InputItem("1", "elicitation/create", {}))
+        await store.answer_input("x", "2", InputAnswer(result={}))
+        found = {k async for k in store._client.scan_iter(match="*")}
+    p, me = store.prefix, store.instance
+    assert found == {f"{p}:t:x", f"{p}:in:x", f"{p}:ans:x", f"{p}:o:alice", f"{p}:live:alice",
+                     f"{p}:seq", f"{p}:instances", f"{p}:lease:{me}", f"{p}:runs:{me}",
+                     f"{p}:secret"}  # fmt: skip

@@ -219,11 +219,22 @@ class SlotSteps:
             await gather(steps)
 
     async def update_many(self, client: Any, updates: Sequence[list[str]]) -> list[bool]:
-        """UPDATE each task (its arguments after the prefix); whether each applied."""
-        found = await gather([
-            self.scripts["c_update"](keys=[self.keys.task(a[0])], args=[self.keys.prefix, *a])
-            for a in updates
-        ])  # fmt: skip
+        """UPDATE each task (its arguments after the prefix); whether each applied.
+
+        Different tasks are written concurrently, the writes of one task in order."""
+        found: list[Any] = [None] * len(updates)
+        by_task: dict[str, list[int]] = {}
+        for i, a in enumerate(updates):
+            by_task.setdefault(a[0], []).append(i)
+
+        async def in_order(which: list[int]) -> None:
+            for i in which:
+                a = updates[i]
+                found[i] = await self.scripts["c_update"](
+                    keys=[self.keys.task(a[0])], args=[self.keys.prefix, *a]
+                )
+
+        await gather([in_order(which) for which in by_task.values()])
         done = [
             (a[0], str(owner), runner or None)
             for a, (_, owner, runner) in zip(updates, found, strict=True)

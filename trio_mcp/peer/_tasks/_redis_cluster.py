@@ -22,13 +22,14 @@ the store's promises whenever a process stops between two of them:
   those tasks still running on it (one script per task, compare-and-set), then
   drop them from the owner's live set and the runs set.
 
-Steps that touch many slots run concurrently. Each operation is still bounded by
-the store's ``op_timeout`` as a whole.
+The commands of one step that go to many slots are sent in one pipeline (one write
+per node; a node runs them in order, so two writes of one task keep their order).
+Each operation is still bounded by the store's ``op_timeout`` as a whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar, final
 
 import attrs
@@ -41,9 +42,29 @@ T = TypeVar("T")
 _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 
+#: One command of a batch: given the client (or pipeline) to send it through, its request.
+Call = Callable[[Any], Awaitable[Any]]
+
+
+def _command(name: str, *args: Any) -> Call:
+    """A call of the client's command ``name`` with ``args`` (for :func:`batch`)."""
+    return lambda via: getattr(via, name)(*args)
+
+
+async def batch(client: Any, calls: Sequence[Call]) -> list[Any]:
+    """Send ``calls`` in one pipeline (one write per node; the commands of one slot stay
+    in their order); their results, in order."""
+    if len(calls) <= 1:
+        return [await call(client) for call in calls]
+    async with client.pipeline(transaction=False) as pipe:
+        requests = [call(pipe) for call in calls]
+    return [await request for request in requests]
+
+
 async def gather(calls: Sequence[Awaitable[T]]) -> list[T]:
-    """Await ``calls`` concurrently; their results in order. The first error is raised
-    as itself (not in a group) unless a cancellation is among them."""
+    """Await ``calls`` (steps of several commands) concurrently; their results in order.
+    The first error is raised as itself (not in a group) unless a cancellation is among
+    them."""
     if len(calls) == 1:
         return [await calls[0]]
     out: list[Any] = [None] * len(calls)
@@ -91,10 +112,14 @@ class SlotSteps:
     lease_ms: str
     scripts: dict[str, Any]
 
-    def _task_script(self, name: str, task_id: str, *args: str) -> Any:
-        return self.scripts[name](
-            keys=[self.keys.task(task_id)], args=[self.keys.prefix, task_id, *args]
-        )
+    def _run(self, name: str, keys: list[str], args: Sequence[str] = ()) -> Call:
+        """A call of script ``name`` (for :func:`batch`)."""
+        script = self.scripts[name]
+        return lambda via: script(keys=keys, args=list(args), client=via)
+
+    def _task_script(self, name: str, task_id: str, *args: str) -> Call:
+        """A call of the task script ``name`` on ``task_id`` (ARGV: prefix, id, args)."""
+        return self._run(name, [self.keys.task(task_id)], [self.keys.prefix, task_id, *args])
 
     # --- create ----------------------------------------------------------------------
 
@@ -105,13 +130,13 @@ class SlotSteps:
         instance); each one's seq, or -1 (cap reached) or -2 (id taken)."""
         keys = self.keys
         running = [a[0] for a in creates if a[3] not in _TERMINAL]
-        steps: list[Awaitable[Any]] = [client.incrby(keys.seq, len(creates))]
+        steps: list[Call] = [_command("incrby", keys.seq, len(creates))]
         if running:
-            steps.append(self.scripts["c_enlist"](
-                keys=[keys.runs(self.instance), keys.lease(self.instance)],
-                args=[self.lease_ms, *running],
+            steps.append(self._run(
+                "c_enlist", [keys.runs(self.instance), keys.lease(self.instance)],
+                [self.lease_ms, *running],
             ))  # fmt: skip
-        found = await gather(steps)
+        found = await batch(client, steps)
         last = int(found[0])
         enlisted: dict[str, bool] = {}
         if running:
@@ -121,32 +146,33 @@ class SlotSteps:
                 await client.sadd(keys.instances, [self.instance])
         first = last - len(creates) + 1
         seqs = [
-            int(s) for s in await gather([
-                self.scripts["c_create"](
-                    keys=[keys.task(a[0])], args=[keys.prefix, str(first + i), *a]
-                )
+            int(s) for s in await batch(client, [
+                self._run("c_create", [keys.task(a[0])], [keys.prefix, str(first + i), *a])
                 for i, a in enumerate(creates)
             ])
         ]  # fmt: skip
         admitted = await self._admit(client, creates, seqs, max_live, now_ms)
-        undo: list[Awaitable[Any]] = []
+        undo: list[Call] = []
         out: list[int] = []
         for a, seq, ok in zip(creates, seqs, admitted, strict=True):
             task_id = a[0]
             if seq == -2:
                 out.append(-2)
                 if enlisted.get(task_id):
-                    undo.append(client.srem(keys.runs(self.instance), [task_id]))
+                    undo.append(self._srem(keys.runs(self.instance), [task_id]))
             elif not ok:
                 out.append(-1)
-                undo.append(client.delete([keys.task(task_id)]))
+                undo.append(_command("delete", [keys.task(task_id)]))
                 if task_id in enlisted:
-                    undo.append(client.srem(keys.runs(self.instance), [task_id]))
+                    undo.append(self._srem(keys.runs(self.instance), [task_id]))
             else:
                 out.append(seq)
-        if undo:
-            await gather(undo)
+        await batch(client, undo)
         return out
+
+    @staticmethod
+    def _srem(key: str, members: list[str]) -> Call:
+        return _command("srem", key, members)
 
     async def _admit(
         self,
@@ -192,9 +218,7 @@ class SlotSteps:
         members = sorted(await client.smembers(live))
         if not members:
             return False
-        states = await gather(
-            [client.hmget(self.keys.task(m), ["status", "expires"]) for m in members]
-        )
+        states = await batch(client, [self._state(m) for m in members])
         stale = [
             m for m, (status, expires) in zip(members, states, strict=True)
             if status is None or status in _TERMINAL
@@ -204,37 +228,30 @@ class SlotSteps:
             await client.srem(live, stale)
         return bool(stale)
 
+    def _state(self, task_id: str) -> Call:
+        return _command("hmget", self.keys.task(task_id), ["status", "expires"])
+
     # --- changes of one task, and what follows them ----------------------------------
 
     async def _finished(self, client: Any, done: Sequence[tuple[str, str, str | None]]) -> None:
         """Tasks ``(id, owner, runner)`` became terminal: drop them from the live and
         runs sets."""
-        steps: list[Awaitable[Any]] = []
+        steps: list[Call] = []
         for owner, ids in _grouped([(owner, tid) for tid, owner, _ in done]).items():
-            steps.append(client.srem(self.keys.live(owner), ids))
+            steps.append(self._srem(self.keys.live(owner), ids))
         runners = [(runner, tid) for tid, _, runner in done if runner]
         for runner, ids in _grouped(runners).items():
-            steps.append(client.srem(self.keys.runs(runner), ids))
-        if steps:
-            await gather(steps)
+            steps.append(self._srem(self.keys.runs(runner), ids))
+        await batch(client, steps)
 
     async def update_many(self, client: Any, updates: Sequence[list[str]]) -> list[bool]:
         """UPDATE each task (its arguments after the prefix); whether each applied.
 
-        Different tasks are written concurrently, the writes of one task in order."""
-        found: list[Any] = [None] * len(updates)
-        by_task: dict[str, list[int]] = {}
-        for i, a in enumerate(updates):
-            by_task.setdefault(a[0], []).append(i)
-
-        async def in_order(which: list[int]) -> None:
-            for i in which:
-                a = updates[i]
-                found[i] = await self.scripts["c_update"](
-                    keys=[self.keys.task(a[0])], args=[self.keys.prefix, *a]
-                )
-
-        await gather([in_order(which) for which in by_task.values()])
+        One pipeline: the writes of one task (one slot, one node) apply in order."""
+        found = await batch(client, [
+            self._run("c_update", [self.keys.task(a[0])], [self.keys.prefix, *a])
+            for a in updates
+        ])  # fmt: skip
         done = [
             (a[0], str(owner), runner or None)
             for a, (_, owner, runner) in zip(updates, found, strict=True)
@@ -245,7 +262,7 @@ class SlotSteps:
 
     async def cancel(self, client: Any, task_id: str, *args: str) -> list[Any] | None:
         """CANCEL the task; the hash after (flat), or None if it is gone."""
-        flat = await self._task_script("cancel", task_id, *args)
+        flat = await self._task_script("cancel", task_id, *args)(client)
         if not flat:
             return None
         h = _pairs(flat)
@@ -255,15 +272,14 @@ class SlotSteps:
 
     async def delete(self, client: Any, task_id: str) -> None:
         """Delete the task's keys, then its place in its owner's and runner's sets."""
-        owner, runner = await self._task_script("c_delete", task_id)
-        steps: list[Awaitable[Any]] = []
+        owner, runner = await self._task_script("c_delete", task_id)(client)
+        steps: list[Call] = []
         if owner:
-            steps += [client.zrem(self.keys.index(owner), [task_id]),
-                      client.srem(self.keys.live(owner), [task_id])]  # fmt: skip
+            steps += [_command("zrem", self.keys.index(owner), [task_id]),
+                      self._srem(self.keys.live(owner), [task_id])]  # fmt: skip
         if runner:
-            steps.append(client.srem(self.keys.runs(runner), [task_id]))
-        if steps:
-            await gather(steps)
+            steps.append(self._srem(self.keys.runs(runner), [task_id]))
+        await batch(client, steps)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -276,13 +292,13 @@ class SlotSteps:
         out: list[tuple[str, dict[str, str]]] = []
         vanished: list[str] = []
         cursor, more = str(after_seq), False
-        batch = str(max(limit + 1, 16))
+        size = str(max(limit + 1, 16))
         while not more:
-            rows = await self.scripts["c_page_ids"](keys=[index], args=[cursor, batch])
+            rows = await self._run("c_page_ids", [index], [cursor, size])(client)
             if not rows:
                 break
             ids = [str(rows[i]) for i in range(0, len(rows), 2)]
-            hashes = await gather([client.hgetall(self.keys.task(t)) for t in ids])
+            hashes = await batch(client, [self._hash(t) for t in ids])
             for task_id, h in zip(ids, hashes, strict=True):
                 if not h:
                     vanished.append(task_id)
@@ -296,11 +312,12 @@ class SlotSteps:
             await client.zrem(index, vanished)
         return out, more
 
+    def _hash(self, task_id: str) -> Call:
+        return _command("hgetall", self.keys.task(task_id))
+
     async def terminal_among(self, client: Any, task_ids: Sequence[str], now_ms: int) -> set[str]:
         """Which of these ids are terminal, gone or expired."""
-        states = await gather(
-            [client.hmget(self.keys.task(t), ["status", "expires"]) for t in task_ids]
-        )
+        states = await batch(client, [self._state(t) for t in task_ids])
         return {
             t for t, (status, expires) in zip(task_ids, states, strict=True)
             if status is None or status in _TERMINAL
@@ -311,9 +328,7 @@ class SlotSteps:
 
     async def renew(self, client: Any) -> bool:
         """Take or renew the lease, (re)join the instance set; whether it was held."""
-        had = await self.scripts["c_renew"](
-            keys=[self.keys.lease(self.instance)], args=[self.lease_ms]
-        )
+        had = await self._run("c_renew", [self.keys.lease(self.instance)], [self.lease_ms])(client)
         await client.sadd(self.keys.instances, [self.instance])
         return bool(int(had))
 
@@ -328,20 +343,20 @@ class SlotSteps:
             dead = [instance]
         else:
             members = sorted(await client.smembers(keys.instances))
-            held = await gather([client.exists([keys.lease(m)]) for m in members])
+            held = await batch(client, [_command("exists", [keys.lease(m)]) for m in members])
             dead = [m for m, h in zip(members, held, strict=True) if not int(h)]
         failed = 0
         for inst in dead:
             await client.srem(keys.instances, [inst])
-            runs = await self.scripts["c_dead_runs"](keys=[keys.runs(inst), keys.lease(inst)])
+            runs = await self._run("c_dead_runs", [keys.runs(inst), keys.lease(inst)])(client)
             if runs is None or runs is False:  # its lease is back: it lives
                 await client.sadd(keys.instances, [inst])
                 continue
             ids = sorted(str(t) for t in runs)
             if not ids:
                 continue
-            owners = await gather(
-                [self._task_script("c_fail", t, message, updated, inst) for t in ids]
+            owners = await batch(
+                client, [self._task_script("c_fail", t, message, updated, inst) for t in ids]
             )
             done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]
             await self._finished(client, done)

@@ -75,8 +75,9 @@ class RedisCluster:
         if REDIS_SERVER is None or REDIS_CLI is None:
             raise RuntimeError("redis-server and redis-cli are needed")
         self.folder = Path(folder)
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.processes: list[subprocess.Popen[bytes] | None] = []
         self.ports: list[int] = []
+        self._argv: list[list[str]] = []
 
     @property
     def url(self) -> str:
@@ -91,14 +92,14 @@ class RedisCluster:
         for port, bus in zip(self.ports, buses, strict=True):
             node = self.folder / str(port)
             node.mkdir(parents=True, exist_ok=True)
-            self.processes.append(subprocess.Popen(
+            self._argv.append(
                 [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
                  "--cluster-enabled", "yes", "--cluster-port", str(bus),
                  "--cluster-config-file", str(node / "nodes.conf"), "--dir", str(node),
                  "--save", "", "--appendonly", "yes", "--maxmemory-policy", "noeviction",
-                 "--logfile", str(node / "redis.log")],
-                stdin=subprocess.DEVNULL,
-            ))  # fmt: skip
+                 "--logfile", str(node / "redis.log")]
+            )  # fmt: skip
+            self.processes.append(subprocess.Popen(self._argv[-1], stdin=subprocess.DEVNULL))
         deadline = time.monotonic() + START_TIMEOUT
         for port in self.ports:
             while not _command(port, "PING").startswith("+PONG"):
@@ -114,8 +115,28 @@ class RedisCluster:
                 self._check(deadline, f"node {port} did not reach cluster_state:ok")
                 time.sleep(0.05)
 
+    def kill_node(self, i: int) -> None:
+        """``SIGKILL`` master ``i`` (its AOF and cluster config stay)."""
+        process = self.processes[i]
+        assert process is not None, "not running"
+        process.kill()
+        process.wait()
+        self.processes[i] = None
+
+    def start_node(self, i: int) -> None:
+        """Start master ``i`` again (it rejoins with its slots); wait for ``cluster_state:ok``."""
+        assert self.processes[i] is None, "already running"
+        self.processes[i] = subprocess.Popen(self._argv[i], stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT
+        for port in self.ports:
+            while "cluster_state:ok" not in _command(port, "CLUSTER", "INFO"):
+                self._check(deadline, f"node {port} did not reach cluster_state:ok")
+                time.sleep(0.05)
+
     def _check(self, deadline: float, what: str) -> None:
-        if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
+        if time.monotonic() > deadline or any(
+            p is not None and p.poll() is not None for p in self.processes
+        ):
             logs = [
                 (self.folder / str(p) / "redis.log").read_text(errors="replace")[-1500:]
                 for p in self.ports
@@ -135,8 +156,9 @@ class RedisCluster:
     def stop(self) -> None:
         """Kill every node."""
         for process in self.processes:
-            process.kill()
-            process.wait()
+            if process is not None:
+                process.kill()
+                process.wait()
         self.processes = []
 
     def __enter__(self) -> RedisCluster:

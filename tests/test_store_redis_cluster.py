@@ -17,11 +17,17 @@ import attrs
 import pytest
 import trio
 
+from trio_mcp import McpError
 from trio_mcp.peer._messages import TaskStatus
 from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 from trio_mcp.peer._tasks._store import CapReached, InputAnswer, InputItem
 
-from .redis_cluster import RedisCluster, cluster_store_url
+from .redis_cluster import (
+    RedisCluster,
+    cluster_store_url,
+    require_redis_cluster,
+    running_redis_cluster,
+)
 from .redis_server import require_redis
 from .shared_store_support import opened
 from .shared_store_support import record as _record
@@ -162,3 +168,39 @@ async def test_redis_standalone_key_names_are_those_of_earlier_releases(redis_ur
     assert found == {f"{p}:t:x", f"{p}:in:x", f"{p}:ans:x", f"{p}:o:alice", f"{p}:live:alice",
                      f"{p}:seq", f"{p}:instances", f"{p}:lease:{me}", f"{p}:runs:{me}",
                      f"{p}:secret"}  # fmt: skip
+
+
+@pytest.mark.slow
+async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    require_redis_cluster()
+    with running_redis_cluster(tmp_path_factory.mktemp("rcl")) as cluster:
+        url = cluster_store_url(cluster)
+        async with opened(_store(url, lease_seconds=30.0)) as (store, _):
+            store.op_timeout = 2.0
+            ids = [f"t-{i}" for i in range(30)]
+            for task_id in ids:
+                await store.create(_record(task_id), max_live=100)
+            down_port = cluster.ports[0]
+            on_down = set(
+                k.removeprefix(f"{store.prefix}:{{t:").removesuffix("}")
+                for k in await cluster.keys_on(down_port, f"{store.prefix}:{{t:*}}")
+            )
+            assert on_down and on_down < set(ids)
+            cluster.kill_node(0)
+            for task_id in ids:
+                if task_id in on_down:
+                    with pytest.raises(McpError, match="Task store unavailable"):
+                        await store.get(task_id)
+                else:  # the other masters still serve their tasks
+                    assert (await store.get(task_id)).status is TaskStatus.WORKING
+            cluster.start_node(0)  # appendonly: what it had is back
+            with trio.fail_after(10):
+                while True:
+                    try:
+                        got = [await store.get(t) for t in ids]
+                        break
+                    except McpError:
+                        await trio.sleep(0.1)
+            assert [r.task_id for r in got] == ids

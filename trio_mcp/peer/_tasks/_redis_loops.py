@@ -24,8 +24,14 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio.streams.memory
 import trio
 from coredis.connection import TCPLocation
+from coredis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 from coredis.exceptions import ConnectionError as RedisConnectionError
-from coredis.exceptions import ReadOnlyError, ResponseError
 
 from ._shared import brief_error
 
@@ -127,9 +133,18 @@ async def listen(
         delay = min(delay * 2, BACKOFF_MAX)
 
 
-_BUSY_REPLIES: Final = frozenset(
-    {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
-)
+_BUSY_REPLIES: Final = frozenset({
+    "OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN",
+    "CLUSTERDOWN",
+})  # fmt: skip
+
+
+#: What says Redis cannot be reached (on a cluster also: slots uncovered, or redirects
+#: until coredis gave up).
+_UNREACHABLE: Final = (
+    RedisConnectionError, TimeoutError, OSError, ReadOnlyError,
+    ClusterDownError, ClusterError, TryAgainError,
+)  # fmt: skip
 
 
 def client_url(url: str) -> str:
@@ -167,7 +182,7 @@ def unavailable_reason(exc: BaseException) -> str | None:
             if (reason := unavailable_reason(inner)) is not None:
                 return reason
         return None
-    if isinstance(exc, RedisConnectionError | TimeoutError | OSError | ReadOnlyError):
+    if isinstance(exc, _UNREACHABLE):
         return f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0] in _BUSY_REPLIES:
         return f"Redis: {exc}"

@@ -7,20 +7,22 @@ one task is still one atomic script. What spans a task, its owner (live set and
 ``{i:INSTANCE}``) is done here as a few single-slot steps, in an order that keeps
 the store's promises whenever a process stops between two of them:
 
-* create: (1) the runner's runs set and lease, and a block of the global seq; (2)
-  the task's hash; (3) the owner admits it under the live cap (atomic in the
-  owner's slot) and indexes it. A task is in a runs set before it has a hash
-  (a dead runner's sweep finds it), and has a hash before it is in its owner's
-  sets (so an id in them without a hash is gone for good, and is dropped). A
-  task the cap refuses is deleted again.
+* create: (1) the runner's runs set and lease, its place in the instance set, and a
+  block of the global seq (one pipeline); (2) the task's hash; (3) the owner admits
+  it under the live cap (atomic in the owner's slot) and indexes it. A task is in a
+  runs set of a listed instance before it has a hash (a dead runner's sweep finds
+  it), and has a hash before it is in its owner's sets (so an id in them without a
+  hash is gone for good, and is dropped). A task the cap refuses is deleted again.
 * a task that became terminal (update, cancel, sweep) leaves its owner's live set
   and its runner's runs set in a next step; until then the live set may hold it,
   and a create that finds the owner at the cap first drops the members that are
   terminal or gone (as the standalone script does), then tries again.
-* the sweep: for each instance whose lease is gone, take it out of the instance
-  set, read its runs set unless its lease came back (one script), fail each of
-  those tasks still running on it (one script per task, compare-and-set), then
-  drop them from the owner's live set and the runs set.
+* the sweep: for each listed instance whose lease is gone, read its runs set unless
+  its lease came back (one script), fail each of those tasks still running on it
+  (one script per task, compare-and-set), drop them from the owners' live sets and
+  the runs set, and only then take the instance out of the instance set (putting it
+  back if its lease came back meanwhile): a sweeper that stops half way leaves the
+  rest to the next.
 
 The commands of one step that go to many slots are sent in one pipeline (one write
 per node; a node runs them in order, so two writes of one task keep their order).
@@ -131,7 +133,8 @@ class SlotSteps:
         keys = self.keys
         running = [a[0] for a in creates if a[3] not in _TERMINAL]
         steps: list[Call] = [_command("incrby", keys.seq, len(creates))]
-        if running:
+        if running:  # in the instance set (the sweepers' list) with its runs set, always
+            steps.append(_command("sadd", keys.instances, [self.instance]))
             steps.append(self._run(
                 "c_enlist", [keys.runs(self.instance), keys.lease(self.instance)],
                 [self.lease_ms, *running],
@@ -140,10 +143,8 @@ class SlotSteps:
         last = int(found[0])
         enlisted: dict[str, bool] = {}
         if running:
-            fresh, added = found[1]
+            _, added = found[2]
             enlisted = {tid: bool(a) for tid, a in zip(running, added, strict=True)}
-            if int(fresh):
-                await client.sadd(keys.instances, [self.instance])
         first = last - len(creates) + 1
         seqs = [
             int(s) for s in await batch(client, [
@@ -347,19 +348,22 @@ class SlotSteps:
             dead = [m for m, h in zip(members, held, strict=True) if not int(h)]
         failed = 0
         for inst in dead:
-            await client.srem(keys.instances, [inst])
             runs = await self._run("c_dead_runs", [keys.runs(inst), keys.lease(inst)])(client)
             if runs is None or runs is False:  # its lease is back: it lives
-                await client.sadd(keys.instances, [inst])
                 continue
             ids = sorted(str(t) for t in runs)
-            if not ids:
-                continue
-            owners = await batch(
-                client, [self._task_script("c_fail", t, message, updated, inst) for t in ids]
-            )
-            done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]
-            await self._finished(client, done)
-            await client.srem(keys.runs(inst), ids)
-            failed += len(done)
+            if ids:
+                owners = await batch(
+                    client, [self._task_script("c_fail", t, message, updated, inst) for t in ids]
+                )
+                done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]
+                await self._finished(client, done)
+                await client.srem(keys.runs(inst), ids)
+                failed += len(done)
+            # Only now (a sweeper stopped before this leaves it for the next one) leave
+            # the instance set; an instance whose lease came back meanwhile rejoins
+            # (its renewals set the lease, then join the set: one of the two sees it).
+            await client.srem(keys.instances, [inst])
+            if int(await client.exists([keys.lease(inst)])):
+                await client.sadd(keys.instances, [inst])
         return failed, dead

@@ -476,8 +476,9 @@ return {applied, FINISHED[1] or false, FINISHED[2] or false}
 )
 
 #: KEYS: the instance's runs set, its lease. ARGV: lease_ms, ids... Adds the ids to
-#: the runs set and takes the lease if it had lapsed. Returns {1 if the lease was
-#: taken anew else 0, {1 if added else 0, per id}}.
+#: the runs set and takes the lease if it had lapsed (the caller also puts the instance
+#: in the instance set). Returns {1 if the lease was taken anew else 0, {1 if added else
+#: 0, per id}}.
 C_ENLIST: Final = """
 local added = {}
 for i = 2, #ARGV do added[#added + 1] = redis.call('SADD', KEYS[1], ARGV[i]) end

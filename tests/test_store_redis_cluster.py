@@ -56,6 +56,9 @@ def test_redis_cluster_url_names_the_nodes_and_takes_the_redis_options() -> None
     for bad in ("redis+cluster://", "redis+cluster://a:1,b", "redis+cluster://a:x"):
         with pytest.raises(ValueError, match="host:port"):
             cluster_nodes(bad)
+    assert cluster_nodes("redis+cluster://a:1/0")[0] == "redis://a:1"
+    with pytest.raises(ValueError, match="one database"):
+        cluster_nodes("redis+cluster://a:1/2")
 
 
 async def _slot(client: Any, key: str) -> int:

@@ -160,9 +160,11 @@ def cluster_nodes(url: str) -> tuple[str, list[TCPLocation]]:
     every node as a startup node.
 
     Raises:
-        ValueError: No node, or a node without ``host:port``.
+        ValueError: No node, a node without ``host:port``, or a database other than 0.
     """
     parts = urlsplit(url)
+    if parts.path.strip("/") not in ("", "0"):
+        raise ValueError(f"a Redis Cluster has one database (no /{parts.path.strip('/')}): {url!r}")
     scheme = "rediss" if parts.scheme == "rediss+cluster" else "redis"
     auth, _, hosts = parts.netloc.rpartition("@")
     nodes: list[TCPLocation] = []

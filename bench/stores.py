@@ -17,7 +17,8 @@ in-memory store) as the reference:
 SQLite uses a file in a temporary directory; Redis a private ``redis-server``
 (``appendonly yes``, ``appendfsync everysec``, ``noeviction``) on a unix socket;
 PostgreSQL a private cluster (``initdb``/``pg_ctl``, ``tests/postgres_server.py``)
-on a unix socket; each is started and stopped here, and shown as ``n/a`` with
+on a unix socket; ``--stores ...,redis-cluster`` adds a private three-master Redis
+Cluster on loopback TCP (``tests/redis_cluster.py``); each is started and stopped here, and shown as ``n/a`` with
 the reason when its server or driver is missing. The targets of issue 24 (each
 durable store >= 0.5x memory on the two 200-in-flight rows, <= 3x memory's
 server CPU per sequential round trip) are checked below the table.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import itertools
 import os
 import sys
@@ -47,6 +49,8 @@ from bench.serveronly import RUNS, Client, Server, median, servers  # noqa: E402
 from bench.stores_load import roundtrip_window  # noqa: E402
 
 STORES = ("memory", "sqlite", "redis", "postgres")
+#: Stores measured only when named in ``--stores``.
+OPTIONAL_STORES = ("redis-cluster",)
 WORKLOADS = ("task-roundtrip", "roundtrip-200", "tasks")
 ROWS = [
     ("task-roundtrip", "rate", "task call + tasks/result, sequential (tasks/s)", 0),
@@ -89,6 +93,12 @@ def store_urls(names: tuple[str, ...], tmp: Path) -> Iterator[dict[str, str]]:
                     from tests.redis_server import running_redis
 
                     urls[name] = stack.enter_context(running_redis(tmp / "redis"))
+                elif name == "redis-cluster":  # three masters on loopback TCP
+                    importlib.import_module("coredis")  # the driver, or "not available"
+                    from tests.redis_cluster import cluster_store_url, running_redis_cluster
+
+                    cluster = stack.enter_context(running_redis_cluster(tmp / "rcl"))
+                    urls[name] = cluster_store_url(cluster)
                 elif name == "postgres":
                     from bench.stores_pg import running_postgres
 
@@ -184,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=2_000)
     parser.add_argument("--duration", type=float, default=2.0)
     parser.add_argument("--stores", default=",".join(STORES),
-                        help=f"comma-separated, from {','.join(STORES)} (memory is the baseline)")
+                        help=f"comma-separated, from {','.join(STORES + OPTIONAL_STORES)}"
+                             " (memory is the baseline)")
     parser.add_argument("--no-ts", action="store_true", help="leave the TS SDK out")
     parser.add_argument("--only", action="append", choices=WORKLOADS)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")

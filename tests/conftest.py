@@ -18,12 +18,13 @@ from .postgres_server import (
     postgres_template,
     postgres_url,
 )
+from .redis_cluster import redis_cluster
 from .redis_server import redis_available, redis_server, redis_url
 from .wire_schema import check_sent
 
 __all__ = [  # fixtures for every test module
     "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
-    "postgres_url", "redis_available", "redis_server", "redis_url",
+    "postgres_url", "redis_available", "redis_cluster", "redis_server", "redis_url",
 ]  # fmt: skip
 
 #: The llhttp server's own tests need httptools (the ``fast`` extra); CI's run with the

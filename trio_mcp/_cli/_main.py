@@ -366,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--store", metavar="URL",
                        help="where tasks live: memory (default), sqlite:///path/to/tasks.db "
                             "(tasks survive a restart, for the same --token), "
-                            "redis://host:port/0 or postgresql://user@host:port/db (shared by "
+                            "redis://host:port/0, redis+cluster://host:port,host:port/ or "
+                            "postgresql://user@host:port/db (shared by "
                             "every server on that Redis or database)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     serve.set_defaults(run=run_serve_example)

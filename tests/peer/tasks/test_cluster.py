@@ -1,6 +1,7 @@
 """Three server processes sharing one real store: tasks live in the store, not in a process.
 
-Each test runs on a private Redis and on a private PostgreSQL (``shared_store``).
+Each test runs on a private Redis, a private three-master Redis Cluster and a private
+PostgreSQL (``shared_store``).
 
 The issue's cluster test: one identity, clients connected to different processes;
 create on A, get/result on B, cancel from C stops the work on A (the tool observes
@@ -27,6 +28,7 @@ from trio_mcp import TaskStatus
 from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 
 from tests.helpers import serving
+from tests.redis_cluster import cluster_store_url
 
 SERVER = Path(__file__).resolve().parents[2] / "cluster_server.py"
 LEASE = 2  # seconds: short, so the SIGKILL test is quick
@@ -51,11 +53,14 @@ def _store(redis: str, tmp_path: Path) -> str:
     return f"{redis}{sep}lease={LEASE}&prefix=t{tmp_path.name[-12:]}"
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=["redis", "redis-cluster", "postgres"])
 def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
+    """The URL of a store of this test's own: a Redis prefix (on a private Redis or a
+    private three-master Redis Cluster) or a fresh PostgreSQL database."""
     if request.param == "redis":
         return _store(request.getfixturevalue("redis_url"), tmp_path)
+    if request.param == "redis-cluster":
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=LEASE)
     return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
 
 

@@ -1,5 +1,5 @@
 """The tasks extension (2026-07-28) across three server processes sharing one real store
-(Redis and PostgreSQL: ``shared_store``).
+(Redis, Redis Cluster and PostgreSQL: ``shared_store``).
 
 The issue's cluster test, on the modern wire (raw JSON-RPC over WebSocket, one
 identity, each request with its own ``_meta``): a task created on A, its

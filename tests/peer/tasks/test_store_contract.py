@@ -3,8 +3,9 @@
 
 The same checks run against :class:`MemoryTaskStore`, :class:`SqliteTaskStore`, a
 ``RedisTaskStore`` on a private ``redis-server`` and a ``PostgresTaskStore`` on a fresh
-database of a private PostgreSQL server. First the store itself, operation by operation
-(the one async contract every store implements: create with the live cap, compare-and-set
+database of a private PostgreSQL server, and the ``RedisTaskStore`` again on a
+private three-master Redis Cluster (``redis+cluster://``). First the store itself,
+operation by operation (the one async contract every store implements: create with the live cap, compare-and-set
 updates, cancel, pages, the input side channel); then through the registry's own
 operations (create, get, list, cancel, result), so a store passes only if a requestor
 would see the same thing whichever store a server runs on (shared stores: the registry
@@ -36,11 +37,13 @@ from trio_mcp.peer._tasks._store import (
     TaskStore,
 )
 
+from tests.redis_cluster import cluster_store_url
 from tests.redis_server import RedisServer
 from tests.shared_store_support import opened
 from tests.shared_store_support import record as working_record
 
-STORES = ("memory", "sqlite", "redis", "postgres")
+STORES = ("memory", "sqlite", "redis", "redis-cluster", "postgres")
+SHARED = ("redis", "redis-cluster", "postgres")
 OWNER, OTHER = "identity:alice", "identity:bob"
 
 
@@ -61,6 +64,8 @@ def store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if kind == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         return f"{server.url}&lease=2"
+    if kind == "redis-cluster":  # a three-master Redis Cluster; a key prefix of its own
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=2)
     if kind == "postgres":
         return f"{request.getfixturevalue('postgres_url')}&lease=2"
     return "memory"
@@ -85,7 +90,7 @@ async def test_store_create_get_update_is_compare_and_set(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     async with a_store(kind, request, tmp_path) as store:
-        assert store.shared is (kind in ("redis", "postgres"))
+        assert store.shared is (kind in SHARED)
         first = working_record("t-cas-1", OWNER)
         seq = await store.create(first, max_live=10)
         second_seq = await store.create(working_record("t-cas-2", OWNER), max_live=10)

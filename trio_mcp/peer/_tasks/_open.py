@@ -1,5 +1,5 @@
-"""The task store a URL names: ``memory``, ``sqlite:///...``, ``redis://...`` or
-``postgresql://...``.
+"""The task store a URL names: ``memory``, ``sqlite:///...``, ``redis://...``
+(``redis+cluster://...``) or ``postgresql://...``.
 
 The one module that knows every store: it imports the SQLite store, and the
 Redis and PostgreSQL ones only when a URL asks for them (coredis and psycopg are
@@ -21,8 +21,10 @@ def open_task_store(url: str) -> Any:
     * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
       :class:`~._sqlite.SqliteTaskStore`, durable across restarts of one process;
     * ``redis://host:port/db``, ``rediss://...`` or ``unix:///path/to/redis.sock?db=N``
-      (query options ``lease=SECONDS``, ``prefix=NAME``): a
-      :class:`~._redis.RedisTaskStore` shared by many processes (the ``redis`` extra);
+      (query options ``lease=SECONDS``, ``prefix=NAME``, ``hint=SECONDS``), or a Redis
+      Cluster, ``redis+cluster://host:port[,host:port...]/`` (``rediss+cluster://``
+      with TLS; the same options): a :class:`~._redis.RedisTaskStore` shared by many
+      processes (the ``redis`` extra);
     * ``postgresql://user@host:port/db`` or ``postgres://...``, a unix socket with
       ``?host=/socket/dir`` (query options ``lease=SECONDS``, ``hint=SECONDS``,
       ``schema=NAME``, ``pool=N``; the rest goes to libpq): a
@@ -42,7 +44,7 @@ def open_task_store(url: str) -> Any:
         if not path:
             raise ValueError(f"a sqlite store URL needs a path: {url!r}")
         return SqliteTaskStore(path)
-    if scheme in ("redis", "rediss", "unix") and sep:
+    if scheme in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster") and sep:
         # Imported here: coredis is optional (the ``redis`` extra).
         try:
             from ._redis import RedisTaskStore
@@ -63,5 +65,6 @@ def open_task_store(url: str) -> Any:
         return PostgresTaskStore(url)
     raise ValueError(
         f"unsupported task store URL {url!r}: use 'memory', 'sqlite:///path/to/tasks.db',"
-        " 'redis://host:port/db' or 'postgresql://user@host:port/db'"
+        " 'redis://host:port/db', 'redis+cluster://host:port,host:port/' or"
+        " 'postgresql://user@host:port/db'"
     )

@@ -4,9 +4,12 @@ URL: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or
 ``unix:///path/to/redis.sock?db=N``, with the query options ``lease=SECONDS``
 (default 30), ``prefix=NAME`` (default ``trio-mcp``) and ``hint=SECONDS``; any
 other query option goes to :mod:`coredis`. Needs the ``redis`` extra (coredis)
-and a standalone Redis (or a primary), 6.0 or later (RESP3); not Redis Cluster.
+and Redis 6.0 or later (RESP3): a standalone Redis (or a primary), or Redis
+Cluster with ``redis+cluster://host:port[,host:port...][/?options]`` (or
+``rediss+cluster://`` for TLS; the same options; the nodes are where coredis's
+cluster client starts discovering the cluster; no database number).
 
-Key layout (``P`` is the prefix)::
+Key layout on a standalone Redis (``P`` is the prefix)::
 
     P:t:{task_id}      HASH  owner, seq, method, status, created, updated, ttl,
                              poll, expires (epoch ms; absent for ttl None), msg,
@@ -27,10 +30,23 @@ Key layout (``P`` is the prefix)::
     P:hints            pub/sub channel: "kind|task_id", kind in status, cancel,
                              input, answer.
 
+On Redis Cluster the same data lives under names whose hash tag keeps what one
+script touches in one slot (:class:`~._redis_scripts.RedisKeys`)::
+
+    P:{t:ID}  P:{t:ID}:in  P:{t:ID}:ans           a task's keys: one slot
+    P:{o:OWNER}:tasks  P:{o:OWNER}:live           an owner's index and live set
+    P:{i:INSTANCE}:lease  P:{i:INSTANCE}:runs     an instance's lease and runs
+    P:seq  P:instances  P:secret  P:hints         as above (one key each; the
+                                                  channel is cluster-wide pub/sub)
+
+so the tasks of one owner spread over every master. What spans those groups
+(create under the live cap, a task turning terminal, pages, the sweep) is done in
+single-slot steps (:mod:`._redis_cluster`).
+
 Every change is one Lua script (:mod:`._redis_scripts`): atomic, one round
-trip. Every call is bounded by :attr:`RedisTaskStore.op_timeout`; when Redis
-cannot be reached it raises :func:`~._shared.store_unavailable`, and the next
-call after Redis returns works again.
+trip (on Redis Cluster: one per slot it touches). Every call is bounded by
+:attr:`RedisTaskStore.op_timeout`; when Redis cannot be reached it raises
+:func:`~._shared.store_unavailable`, and the next call after Redis returns works again.
 """
 
 from __future__ import annotations
@@ -52,9 +68,11 @@ from ..._inline import leave_reader
 from .._messages import TaskStatus
 from . import _redis_scripts as lua
 from ._codec import outcome_from_json, outcome_to_json
+from ._redis_cluster import SlotSteps
 from ._redis_loops import (
     client_url,
     closing_connections,
+    cluster_nodes,
     hold_client,
     listen,
     unavailable_reason,
@@ -90,6 +108,21 @@ _SCRIPTS: Final = {
     "answer_input": lua.ANSWER_INPUT, "take_answer": lua.TAKE_ANSWER,
     "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP, "secret": lua.SECRET,
 }  # fmt: skip
+#: On Redis Cluster: a task's scripts with the cluster's key functions, and the
+#: single-slot steps of what spans slots (:class:`~._redis_cluster.SlotSteps`).
+_CLUSTER_SCRIPTS: Final = {
+    **{name: lua.for_cluster(_SCRIPTS[name]) for name in (
+        "cancel", "push_input", "claim_input", "peek_inputs", "answer_input", "take_answer",
+    )},
+    "secret": lua.SECRET, "c_update": lua.C_UPDATE, "c_enlist": lua.C_ENLIST,
+    "c_create": lua.C_CREATE, "c_admit": lua.C_ADMIT, "c_delete": lua.C_DELETE,
+    "c_page_ids": lua.C_PAGE_IDS, "c_renew": lua.C_RENEW, "c_dead_runs": lua.C_DEAD_RUNS,
+    "c_fail": lua.C_FAIL,
+}  # fmt: skip
+#: The URL schemes of a Redis Cluster.
+CLUSTER_SCHEMES: Final = ("redis+cluster", "rediss+cluster")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -145,8 +178,9 @@ class RedisTaskStore:
     the layout).
 
     Args:
-        url: ``redis://host:port/db``, ``rediss://...`` or ``unix:///path?db=N``,
-            optionally with ``lease=``, ``prefix=`` and ``hint=`` query options.
+        url: ``redis://host:port/db``, ``rediss://...``, ``unix:///path?db=N`` or
+            ``redis+cluster://host:port,host:port/`` (Redis Cluster), optionally
+            with ``lease=``, ``prefix=`` and ``hint=`` query options.
         lease_seconds: The lease (overrides the URL's ``lease``; default 30).
         prefix: The key prefix (overrides the URL's ``prefix``; default ``trio-mcp``).
         instance: This process's id (default: host, pid and a random part).
@@ -168,18 +202,22 @@ class RedisTaskStore:
     ) -> None:
         self.url = url
         shared = SharedOptions.parse(
-            url, schemes=("redis", "rediss", "unix"), names=("lease", "prefix", "hint"),
-            lease_seconds=lease_seconds, instance=instance,
+            url, schemes=("redis", "rediss", "unix", *CLUSTER_SCHEMES),
+            names=("lease", "prefix", "hint"), lease_seconds=lease_seconds, instance=instance,
         )  # fmt: skip
+        #: On Redis Cluster (a ``redis+cluster://`` URL).
+        self.cluster = url.split("://", 1)[0] in CLUSTER_SCHEMES
         self._client_url = client_url(shared.driver_url)
         self.lease_seconds = shared.lease_seconds
         self.hint_seconds = shared.hint_seconds
         self.instance = shared.instance
         self.prefix = prefix if prefix is not None else shared.options.get("prefix", DEFAULT_PREFIX)
         self._lease_ms = str(math.ceil(self.lease_seconds * 1000))
+        self._keys = lua.RedisKeys(self.prefix, cluster=self.cluster)
         self.op_timeout = OP_TIMEOUT
-        self._client: coredis.Redis[str] | None = None
+        self._client: Any = None  # coredis.Redis[str] or coredis.RedisCluster[str]
         self._scripts: dict[str, Any] = {}
+        self._slots: SlotSteps | None = None  # on Redis Cluster
         self._stop = trio.Event()
         self._stopped = trio.Event()
 
@@ -188,7 +226,7 @@ class RedisTaskStore:
 
     # --- calls -------------------------------------------------------------------------
 
-    async def _do(self, call: Callable[[coredis.Redis[str]], Awaitable[T]]) -> T:
+    async def _do(self, call: Callable[[Any], Awaitable[T]]) -> T:
         await leave_reader()  # every call waits on Redis (see TaskStore)
         client = self._client
         if client is None or self._stopped.is_set():
@@ -204,9 +242,17 @@ class RedisTaskStore:
                 raise
             raise store_unavailable(reason) from exc
 
-    async def _script(self, name: str, *args: str | int) -> Any:
+    async def _script(self, name: str, *args: str | int, route: str | None = None) -> Any:
+        """Run script ``name``; on Redis Cluster ``route`` (a key it touches) picks the node."""
         script = self._scripts[name]
-        return await self._do(lambda _: script(args=[self.prefix, *args]))
+        keys = [route] if self.cluster and route is not None else None
+        return await self._do(lambda _: script(keys=keys, args=[self.prefix, *args]))
+
+    async def _steps(self, call: Callable[[SlotSteps, Any], Awaitable[T]]) -> T:
+        """Run a Redis Cluster operation of several single-slot steps (as one call)."""
+        slots = self._slots
+        assert slots is not None
+        return await self._do(lambda client: call(slots, client))
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -221,9 +267,16 @@ class RedisTaskStore:
         """
         if self._client is not None:
             raise RuntimeError(f"{self!r} is already open")
-        client: coredis.Redis[str] = coredis.Redis.from_url(
-            self._client_url, decode_responses=True, retry_policy=NoRetryPolicy()
-        )
+        client: Any
+        if self.cluster:
+            first, nodes = cluster_nodes(self._client_url)
+            client = coredis.RedisCluster.from_url(
+                first, decode_responses=True, retry_policy=NoRetryPolicy(), startup_nodes=nodes
+            )
+        else:
+            client = coredis.Redis.from_url(
+                self._client_url, decode_responses=True, retry_policy=NoRetryPolicy()
+            )
         closing_connections(client)
         self._stop, self._stopped, ready = trio.Event(), trio.Event(), trio.Event()
         trio.lowlevel.spawn_system_task(
@@ -231,12 +284,15 @@ class RedisTaskStore:
         )
         await ready.wait()
         self._client = client
+        sources = _CLUSTER_SCRIPTS if self.cluster else _SCRIPTS
         try:
-            self._scripts = {name: client.register_script(src) for name, src in _SCRIPTS.items()}
-            for src in _SCRIPTS.values():
+            self._scripts = {name: client.register_script(src) for name, src in sources.items()}
+            for src in sources.values():
                 await self._do(lambda c, src=src: c.script_load(src))  # type: ignore[misc]
+            if self.cluster:
+                self._slots = SlotSteps(self._keys, self.instance, self._lease_ms, self._scripts)
             await self.renew_lease()
-            secret = await self._script("secret", secrets.token_hex(16))
+            secret = await self._script("secret", secrets.token_hex(16), route=self._keys.secret)
             await self._check_config()
         except BaseException:
             await self._release_client()
@@ -246,7 +302,7 @@ class RedisTaskStore:
 
     async def _check_config(self) -> None:
         try:
-            config = await self._do(lambda c: c.config_get(["maxmemory-policy", "appendonly"]))
+            config = await self._do(self._config)
         except RedisError as exc:
             log.warning(
                 "%r: could not check Redis's maxmemory-policy and appendonly (%s): tasks are"
@@ -264,6 +320,21 @@ class RedisTaskStore:
                 "%r: Redis's appendonly is 'no': task results would not survive a Redis restart",
                 self,
             )
+
+    @staticmethod
+    async def _config(client: Any) -> dict[str, str]:
+        """Redis's maxmemory-policy and appendonly (on Redis Cluster: of the first primary
+        that is not set as the store needs, else of the first)."""
+        names = ["maxmemory-policy", "appendonly"]
+        if not isinstance(client, coredis.RedisCluster):
+            return dict(await client.config_get(names))
+        found: list[dict[str, str]] = []
+        for node in client.primaries:  # CONFIG GET is not routed: ask each primary
+            async with node:
+                found.append(dict(await node.config_get(names)))
+        unsafe = [c for c in found if c.get("maxmemory-policy") != "noeviction"]
+        unsafe += [c for c in found if c.get("appendonly") == "no"]
+        return (unsafe or found)[0]
 
     async def aclose(self) -> None:
         """Fail this process's still-running tasks, release the lease, disconnect."""
@@ -300,7 +371,7 @@ class RedisTaskStore:
                                self._keep_lease)  # fmt: skip
             nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
                                self.sweep)  # fmt: skip
-            await listen(self, client, f"{self.prefix}:hints", events, task_status)
+            await listen(self, client, self._keys.hints, events, task_status)
 
     async def _keep_lease(self) -> None:
         if not await self.renew_lease():
@@ -311,6 +382,8 @@ class RedisTaskStore:
 
     async def renew_lease(self) -> bool:
         """Take or renew this process's lease; False if it had lapsed (or is new)."""
+        if self._slots is not None:
+            return await self._steps(lambda steps, c: steps.renew(c))
         held = await self._script("renew", self.instance, self._lease_ms)
         return bool(held)
 
@@ -321,7 +394,12 @@ class RedisTaskStore:
         Returns:
             How many tasks failed, and which instances were found dead.
         """
-        failed, dead = await self._script("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        if self._slots is not None:
+            failed, dead = await self._steps(
+                lambda steps, c: steps.sweep(c, LEASE_LOST_MESSAGE, now_iso(), instance)
+            )
+        else:
+            failed, dead = await self._script("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
         if failed and not instance:
             log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
         return int(failed), [str(d) for d in dead]
@@ -338,6 +416,11 @@ class RedisTaskStore:
             CapReached: ``record.owner`` has ``max_live`` live tasks.
             ValueError: A task with this id exists.
         """
+        if self._slots is not None:
+            [result] = await self.create_many([record], max_live=max_live)
+            if isinstance(result, Exception):
+                raise result
+            return result
         seq = int(await self._script("create", *_create_args(self, record, max_live, _now_ms())))
         return _created(record, max_live, seq)
 
@@ -351,10 +434,17 @@ class RedisTaskStore:
             it would have raised.
         """
         now, args = _now_ms(), []
-        for record in records:
-            one = _create_args(self, record, max_live, now)
-            args += [str(len(one)), *one]
-        answers = await self._script("create_many", *args)
+        answers: list[Any]
+        if self._slots is not None:
+            creates = [_create_args(self, record, max_live, now) for record in records]
+            answers = await self._steps(
+                lambda steps, c: steps.create_many(c, creates, max_live, now)
+            )
+        else:
+            for record in records:
+                one = _create_args(self, record, max_live, now)
+                args += [str(len(one)), *one]
+            answers = await self._script("create_many", *args)
         out: list[int | Exception] = []
         for record, seq in zip(records, answers, strict=True):
             try:
@@ -365,42 +455,67 @@ class RedisTaskStore:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record, or ``None`` if unknown or expired."""
-        key = f"{self.prefix}:t:{task_id}"
+        key = self._keys.task(task_id)
         h = await self._do(lambda c: c.hgetall(key))
         return _record(task_id, dict(h)) if h else None
 
     async def page(self, owner: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
         """Up to ``limit`` live records of ``owner`` with ``seq > after_seq``, oldest first,
         and whether more remain."""
+        if self._slots is not None:
+            now = _now_ms()
+            found, more = await self._steps(
+                lambda steps, c: steps.page(c, owner, after_seq, limit, now)
+            )
+            records = [_record(task_id, h) for task_id, h in found]
+            return [r for r in records if r is not None], more
         more, flat = await self._script("page", owner, str(after_seq), str(limit), str(_now_ms()))
         records = [_record(str(flat[i]), _pairs(flat[i + 1])) for i in range(0, len(flat), 2)]
         return [r for r in records if r is not None], bool(more)
 
     async def update(self, record: TaskRecord) -> bool:
         """Compare and set status, message, updated and outcome while non-terminal."""
+        if self._slots is not None:
+            [applied] = await self.update_many([record])
+            return applied
         applied = await self._script("update", *_update_args(record, _now_ms()))
         return bool(applied)
 
     async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
         """:meth:`update` for each record, in order, in one round trip (one script)."""
         now, args = _now_ms(), []
+        if self._slots is not None:
+            updates = [_update_args(record, now) for record in records]
+            return await self._steps(lambda steps, c: steps.update_many(c, updates))
         for record in records:
             args += _update_args(record, now)
         return [bool(applied) for applied in await self._script("update_many", *args)]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
-        flat = await self._script("cancel", task_id, message, updated_at, str(_now_ms()))
+        now = str(_now_ms())
+        if self._slots is not None:
+            flat = await self._steps(
+                lambda steps, c: steps.cancel(c, task_id, message, updated_at, now)
+            )
+        else:
+            flat = await self._script("cancel", task_id, message, updated_at, now)
         return None if not flat else _record(task_id, _pairs(flat))
 
     async def delete(self, task_id: str) -> None:
         """Forget a record, its input queue and answers."""
+        if self._slots is not None:
+            await self._steps(lambda steps, c: steps.delete(c, task_id))
+            return
         await self._script("delete", task_id)
 
     async def terminal_among(self, task_ids: Collection[str]) -> set[str]:
         """Which of these ids are terminal, expired or gone."""
         if not task_ids:
             return set()
+        if self._slots is not None:
+            ids, now = list(task_ids), _now_ms()
+            return await self._steps(lambda steps, c: steps.terminal_among(c, ids, now))
         found = await self._script("terminal_among", str(_now_ms()), *task_ids)
         return {str(t) for t in found}
 
@@ -408,31 +523,38 @@ class RedisTaskStore:
 
     async def push_input(self, task_id: str, item: InputItem) -> None:
         """Queue a side-channel request of the task (dropped if the task is gone)."""
-        await self._script("push_input", task_id, _encode_item(item), "0")
+        await self._script(
+            "push_input", task_id, _encode_item(item), "0", route=self._keys.task(task_id)
+        )
 
     async def claim_input(self, task_id: str, key: str | None = None) -> InputItem | None:
         """Take the oldest queued request (or the one with ``key``), atomically."""
         head = "" if key is None else _item_head(key)
-        text = await self._script("claim_input", task_id, head)
+        text = await self._script("claim_input", task_id, head, route=self._keys.task(task_id))
         return None if text is None else _decode_item(str(text))
 
     async def peek_inputs(self, task_id: str) -> list[InputItem]:
         """The queued requests of the task, oldest first, left in the queue."""
-        found = await self._script("peek_inputs", task_id)
+        found = await self._script("peek_inputs", task_id, route=self._keys.task(task_id))
         return [_decode_item(str(t)) for t in found or ()]
 
     async def requeue_input(self, task_id: str, item: InputItem) -> None:
         """Put a claimed request back at the head of the queue."""
-        await self._script("push_input", task_id, _encode_item(item), "1")
+        await self._script(
+            "push_input", task_id, _encode_item(item), "1", route=self._keys.task(task_id)
+        )
 
     async def answer_input(self, task_id: str, key: str, answer: InputAnswer) -> None:
         """Store the answer to request ``key`` (dropped if the task is gone)."""
         body = {"error": answer.error} if answer.error is not None else {"result": answer.result}
-        await self._script("answer_input", task_id, key, json.dumps(body, ensure_ascii=False))
+        await self._script(
+            "answer_input", task_id, key, json.dumps(body, ensure_ascii=False),
+            route=self._keys.task(task_id),
+        )  # fmt: skip
 
     async def take_answer(self, task_id: str, key: str) -> InputAnswer | None:
         """Remove and return the answer to request ``key``, if there is one."""
-        text = await self._script("take_answer", task_id, key)
+        text = await self._script("take_answer", task_id, key, route=self._keys.task(task_id))
         if text is None:
             return None
         body = json.loads(str(text))

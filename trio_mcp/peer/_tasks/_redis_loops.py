@@ -8,8 +8,9 @@
   with backoff whenever Redis goes away instead of crashing (the periodic jobs
   run under :func:`._shared.repeat`);
 
-and the two helpers that read what the store is given: :func:`client_url` (the store
-URL as coredis reads it; the options are :class:`~._shared.SharedOptions`) and
+and the helpers that read what the store is given: :func:`client_url` and
+:func:`cluster_nodes` (the store URL as coredis reads it; the options are
+:class:`~._shared.SharedOptions`) and
 :func:`unavailable_reason` (which errors mean "Redis cannot serve now").
 """
 
@@ -18,12 +19,19 @@ from __future__ import annotations
 import logging
 import random
 from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio.streams.memory
-import coredis
 import trio
+from coredis.connection import TCPLocation
+from coredis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 from coredis.exceptions import ConnectionError as RedisConnectionError
-from coredis.exceptions import ReadOnlyError, ResponseError
 
 from ._shared import brief_error
 
@@ -34,7 +42,7 @@ BACKOFF_FIRST: Final = 0.1
 BACKOFF_MAX: Final = 5.0
 
 
-def closing_connections(client: coredis.Redis[str]) -> None:
+def closing_connections(client: Any) -> None:
     """Make ``client``'s pool close a failed connection's buffers (coredis 6 leaves
     them open when a connection attempt fails: a ``ResourceWarning`` per attempt)."""
     pool: Any = client.connection_pool
@@ -58,7 +66,7 @@ _STREAMS: Final = (
 
 
 async def hold_client(
-    client: coredis.Redis[str], ready: trio.Event, stop: trio.Event, stopped: trio.Event
+    client: Any, ready: trio.Event, stop: trio.Event, stopped: trio.Event
 ) -> None:
     """Enter ``client`` (its pool), set ``ready``, wait for ``stop``, exit it."""
     try:
@@ -68,13 +76,18 @@ async def hold_client(
     except Exception:  # a coredis pool task failed: the store reports itself unavailable
         log.exception("Redis task store: the connection pool stopped")
     finally:
+        # coredis 6's cluster layout never closes its error stream (a ResourceWarning)
+        layout = getattr(client.connection_pool, "cluster_layout", None)
+        for stream in getattr(layout, "_error_stream", ()):
+            if isinstance(stream, _STREAMS):
+                stream.close()
         stopped.set()
         ready.set()
 
 
 async def listen(
     owner: object,
-    client: coredis.Redis[str],
+    client: Any,
     channel: str,
     events: Any,
     task_status: trio.TaskStatus[None],
@@ -120,11 +133,18 @@ async def listen(
         delay = min(delay * 2, BACKOFF_MAX)
 
 
+_BUSY_REPLIES: Final = frozenset({
+    "OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN",
+    "CLUSTERDOWN",
+})  # fmt: skip
 
 
-_BUSY_REPLIES: Final = frozenset(
-    {"OOM", "BUSY", "LOADING", "MISCONF", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"}
-)
+#: What says Redis cannot be reached (on a cluster also: slots uncovered, or redirects
+#: until coredis gave up).
+_UNREACHABLE: Final = (
+    RedisConnectionError, TimeoutError, OSError, ReadOnlyError,
+    ClusterDownError, ClusterError, TryAgainError,
+)  # fmt: skip
 
 
 def client_url(url: str) -> str:
@@ -134,6 +154,29 @@ def client_url(url: str) -> str:
     return url
 
 
+def cluster_nodes(url: str) -> tuple[str, list[TCPLocation]]:
+    """A ``redis+cluster://[user:password@]host:port,host:port/?options`` URL as coredis's
+    cluster client reads it: a ``redis://`` (``rediss://``) URL of the first node, and
+    every node as a startup node.
+
+    Raises:
+        ValueError: No node, a node without ``host:port``, or a database other than 0.
+    """
+    parts = urlsplit(url)
+    if parts.path.strip("/") not in ("", "0"):
+        raise ValueError(f"a Redis Cluster has one database (no /{parts.path.strip('/')}): {url!r}")
+    scheme = "rediss" if parts.scheme == "rediss+cluster" else "redis"
+    auth, _, hosts = parts.netloc.rpartition("@")
+    nodes: list[TCPLocation] = []
+    for host_port in hosts.split(","):
+        host, sep, port = host_port.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"a Redis Cluster URL names host:port nodes: {url!r}")
+        nodes.append(TCPLocation(host.strip("[]"), int(port)))
+    first = f"{auth}@{hosts.split(',')[0]}" if auth else hosts.split(",")[0]
+    return urlunsplit((scheme, first, "", parts.query, "")), nodes
+
+
 def unavailable_reason(exc: BaseException) -> str | None:
     """Why ``exc`` means Redis cannot serve now, or ``None`` if it is another error."""
     if isinstance(exc, BaseExceptionGroup):
@@ -141,7 +184,7 @@ def unavailable_reason(exc: BaseException) -> str | None:
             if (reason := unavailable_reason(inner)) is not None:
                 return reason
         return None
-    if isinstance(exc, RedisConnectionError | TimeoutError | OSError | ReadOnlyError):
+    if isinstance(exc, _UNREACHABLE):
         return f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ResponseError) and str(exc).split(" ", 1)[0] in _BUSY_REPLIES:
         return f"Redis: {exc}"

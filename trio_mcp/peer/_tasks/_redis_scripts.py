@@ -1,8 +1,14 @@
-"""The Lua scripts of :class:`~._redis.RedisTaskStore`: one atomic round trip each.
+"""The Lua scripts of :class:`~._redis.RedisTaskStore`: one atomic round trip each, and
+:class:`RedisKeys`, the one place that names the keys (in Python and in the scripts).
 
-Every script takes the key prefix as ``ARGV[1]`` and builds its keys from it
-(see the key layout in :mod:`._redis`); they need a standalone Redis (or one
-primary), not Redis Cluster. A record's ``outcome`` is passed through as an
+Every script takes the key prefix as ``ARGV[1]``. On a standalone Redis (or one
+primary) a script builds its keys from it (see the key layout in :mod:`._redis`) and
+may touch a task's keys, its owner's and its runner's at once. On Redis Cluster a
+script touches one slot: the scripts of one task (its hash, input queue, answers:
+one hash tag) run as they are with the cluster's key functions (:func:`for_cluster`);
+what spans a task, its owner and its runner is done in single-slot steps by
+:class:`~._redis_cluster.SlotSteps` with the ``C_*`` scripts below, which take
+every key they touch in ``KEYS``. A record's ``outcome`` is passed through as an
 opaque string: no script decodes JSON (``cjson`` would round numbers).
 """
 
@@ -10,18 +16,138 @@ from __future__ import annotations
 
 from typing import Final
 
-_PRELUDE: Final = """
+import attrs
+
+
+@attrs.frozen
+class RedisKeys:
+    """The names of the store's keys under ``prefix``, standalone or on Redis Cluster.
+
+    Standalone (``cluster=False``) the names are those of every earlier release.
+    On Redis Cluster each group of keys one script touches shares a hash tag: a
+    task's keys ``{t:ID}``, an owner's ``{o:OWNER}``, an instance's ``{i:INSTANCE}``
+    (a letter first, so the tag is never empty, whatever the id). The sequence, the
+    instance set and the secret are keys of their own; the hints channel is one
+    (cluster-wide) pub/sub channel.
+    """
+
+    prefix: str
+    cluster: bool = False
+
+    def task(self, task_id: str) -> str:
+        """The task's HASH."""
+        p = self.prefix
+        return f"{p}:{{t:{task_id}}}" if self.cluster else f"{p}:t:{task_id}"
+
+    def inputs(self, task_id: str) -> str:
+        """The task's LIST of queued input requests."""
+        p = self.prefix
+        return f"{p}:{{t:{task_id}}}:in" if self.cluster else f"{p}:in:{task_id}"
+
+    def answers(self, task_id: str) -> str:
+        """The task's HASH of answers to its input requests."""
+        p = self.prefix
+        return f"{p}:{{t:{task_id}}}:ans" if self.cluster else f"{p}:ans:{task_id}"
+
+    def index(self, owner: str) -> str:
+        """The owner's ZSET of task ids by seq (``tasks/list``)."""
+        p = self.prefix
+        return f"{p}:{{o:{owner}}}:tasks" if self.cluster else f"{p}:o:{owner}"
+
+    def live(self, owner: str) -> str:
+        """The owner's SET of non-terminal task ids (the live cap)."""
+        p = self.prefix
+        return f"{p}:{{o:{owner}}}:live" if self.cluster else f"{p}:live:{owner}"
+
+    def runs(self, instance: str) -> str:
+        """The instance's SET of the non-terminal task ids it runs."""
+        p = self.prefix
+        return f"{p}:{{i:{instance}}}:runs" if self.cluster else f"{p}:runs:{instance}"
+
+    def lease(self, instance: str) -> str:
+        """The instance's lease (present while it lives)."""
+        p = self.prefix
+        return f"{p}:{{i:{instance}}}:lease" if self.cluster else f"{p}:lease:{instance}"
+
+    @property
+    def seq(self) -> str:
+        """The global sequence counter."""
+        return f"{self.prefix}:seq"
+
+    @property
+    def instances(self) -> str:
+        """The SET of instances that took a lease."""
+        return f"{self.prefix}:instances"
+
+    @property
+    def secret(self) -> str:
+        """The shared cursor secret."""
+        return f"{self.prefix}:secret"
+
+    @property
+    def hints(self) -> str:
+        """The hints pub/sub channel."""
+        return f"{self.prefix}:hints"
+
+
+_TERMINAL: Final = """
 local TERMINAL = {completed = true, failed = true, cancelled = true}
 local P = ARGV[1]
+"""
+
+#: The scripts' key functions, standalone (as :class:`RedisKeys` with ``cluster=False``).
+_KEYS: Final = """
 local function tkey(id) return P .. ':t:' .. id end
-local function finish(id, owner, runner)
-  redis.call('SREM', P .. ':live:' .. owner, id)
-  if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
-end
+local function qkey(id) return P .. ':in:' .. id end
+local function akey(id) return P .. ':ans:' .. id end
+"""
+
+#: The same on Redis Cluster (as :class:`RedisKeys` with ``cluster=True``).
+_CLUSTER_KEYS: Final = """
+local function tkey(id) return P .. ':{t:' .. id .. '}' end
+local function qkey(id) return tkey(id) .. ':in' end
+local function akey(id) return tkey(id) .. ':ans' end
+"""
+
+_GONE: Final = """
 local function gone(expires, now)
   return expires and tonumber(expires) <= now
 end
 """
+
+_PRELUDE: Final = (
+    _TERMINAL
+    + _KEYS
+    + """
+local function finish(id, owner, runner)
+  redis.call('SREM', P .. ':live:' .. owner, id)
+  if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
+end
+"""
+    + _GONE
+)
+
+#: On Redis Cluster a task's script cannot reach its owner's and runner's sets (other
+#: slots): ``finish`` notes them in ``FINISHED`` for the caller's next steps.
+_CLUSTER_PRELUDE: Final = (
+    _TERMINAL
+    + _CLUSTER_KEYS
+    + """
+local FINISHED = {}
+local function finish(id, owner, runner)
+  FINISHED[1], FINISHED[2] = owner, runner or false
+end
+"""
+    + _GONE
+)
+
+
+def for_cluster(script: str) -> str:
+    """A script of one task's keys (built on the standalone prelude) for Redis Cluster."""
+    if not script.startswith(_PRELUDE):
+        raise ValueError("not a script on the standalone prelude")
+    return _CLUSTER_PRELUDE + script[len(_PRELUDE) :]
+
 
 _CREATE_ONE: Final = """
 local function create(a)
@@ -156,7 +282,7 @@ DELETE: Final = (
 local id = ARGV[2]
 local key = tkey(id)
 local cur = redis.call('HMGET', key, 'owner', 'runner')
-redis.call('DEL', key, P .. ':in:' .. id, P .. ':ans:' .. id)
+redis.call('DEL', key, qkey(id), akey(id))
 if cur[1] then
   redis.call('ZREM', P .. ':o:' .. cur[1], id)
   finish(id, cur[1], cur[2])
@@ -219,7 +345,7 @@ PUSH_INPUT: Final = (
 local id = ARGV[2]
 local left = redis.call('PTTL', tkey(id))
 if left == -2 then return 0 end
-local q = P .. ':in:' .. id
+local q = qkey(id)
 if ARGV[4] == '1' then redis.call('LPUSH', q, ARGV[3]) else redis.call('RPUSH', q, ARGV[3]) end
 if left > 0 then redis.call('PEXPIRE', q, left) end
 redis.call('PUBLISH', P .. ':hints', 'input|' .. id)
@@ -231,7 +357,7 @@ return 1
 CLAIM_INPUT: Final = (
     _PRELUDE
     + """
-local q = P .. ':in:' .. ARGV[2]
+local q = qkey(ARGV[2])
 local head = ARGV[3]
 if head == '' then return redis.call('LPOP', q) end
 for _, el in ipairs(redis.call('LRANGE', q, 0, -1)) do
@@ -251,7 +377,7 @@ ANSWER_INPUT: Final = (
 local id = ARGV[2]
 local left = redis.call('PTTL', tkey(id))
 if left == -2 then return 0 end
-local a = P .. ':ans:' .. id
+local a = akey(id)
 redis.call('HSET', a, ARGV[3], ARGV[4])
 if left > 0 then redis.call('PEXPIRE', a, left) end
 redis.call('PUBLISH', P .. ':hints', 'answer|' .. id)
@@ -263,7 +389,7 @@ return 1
 PEEK_INPUTS: Final = (
     _PRELUDE
     + """
-return redis.call('LRANGE', P .. ':in:' .. ARGV[2], 0, -1)
+return redis.call('LRANGE', qkey(ARGV[2]), 0, -1)
 """
 )
 
@@ -271,7 +397,7 @@ return redis.call('LRANGE', P .. ':in:' .. ARGV[2], 0, -1)
 TAKE_ANSWER: Final = (
     _PRELUDE
     + """
-local a = P .. ':ans:' .. ARGV[2]
+local a = akey(ARGV[2])
 local v = redis.call('HGET', a, ARGV[3])
 if v then redis.call('HDEL', a, ARGV[3]) end
 return v
@@ -333,3 +459,129 @@ local k = ARGV[1] .. ':secret'
 redis.call('SET', k, ARGV[2], 'NX')
 return redis.call('GET', k)
 """
+
+
+# --- Redis Cluster: the single-slot steps of what spans slots (see _redis_cluster) -------
+
+#: A task's own scripts, unchanged but for their key functions (one slot: ``{t:ID}``).
+#: UPDATE answers ``{applied, owner, runner}``: owner and runner set when the task
+#: became terminal (its owner's live set and runner's runs set are the next steps).
+C_UPDATE: Final = (
+    _CLUSTER_PRELUDE
+    + _UPDATE_ONE
+    + """
+local applied = update(unpack(ARGV, 2, 9))
+return {applied, FINISHED[1] or false, FINISHED[2] or false}
+"""
+)
+
+#: KEYS: the instance's runs set, its lease. ARGV: lease_ms, ids... Adds the ids to
+#: the runs set and takes the lease if it had lapsed (the caller also puts the instance
+#: in the instance set). Returns {1 if the lease was taken anew else 0, {1 if added else
+#: 0, per id}}.
+C_ENLIST: Final = """
+local added = {}
+for i = 2, #ARGV do added[#added + 1] = redis.call('SADD', KEYS[1], ARGV[i]) end
+local fresh = redis.call('SET', KEYS[2], '1', 'PX', ARGV[1], 'NX')
+if fresh then return {1, added} end
+return {0, added}
+"""
+
+#: KEYS: the task's hash. ARGV: P, seq, then CREATE's arguments after P. Writes the
+#: record (before its owner admits it: a task in an owner's sets always has a hash).
+#: Returns the seq, or -2 (id taken); the same create retried answers its seq again.
+C_CREATE: Final = (
+    _CLUSTER_PRELUDE
+    + """
+local seq, a = ARGV[2], {unpack(ARGV, 3)}
+local id, owner, runner, status = a[1], a[2], a[3], a[4]
+local key = tkey(id)
+local old = redis.call('HMGET', key, 'runner', 'created', 'seq')
+if old[1] then
+  if old[1] == runner and old[2] == a[5] then return tonumber(old[3]) end
+  return -2
+end
+redis.call('HSET', key, 'seq', seq, 'owner', owner, 'runner', runner, 'status', status,
+  'created', a[5], unpack(a, 10))
+if a[8] ~= '' then redis.call('PEXPIREAT', key, a[8]) end
+return tonumber(seq)
+"""
+)
+
+#: KEYS: the owner's live set, its index. ARGV: max_live, now_ms, then per task: id,
+#: seq, running ('1'/'0'), expire_at_ms|''. Admits each task under the live cap (an
+#: id already in the live set is in) and indexes it. Returns per task 1, or -1 when
+#: the cap is reached.
+C_ADMIT: Final = """
+local live, index = KEYS[1], KEYS[2]
+local max_live, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out = {}
+for i = 3, #ARGV, 4 do
+  local id, seq, running, at = ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', tonumber(ARGV[i + 3])
+  if running and redis.call('SISMEMBER', live, id) == 0
+      and redis.call('SCARD', live) >= max_live then
+    out[#out + 1] = -1
+  else
+    if running then redis.call('SADD', live, id) end
+    local left = redis.call('PTTL', index)
+    redis.call('ZADD', index, 'NX', seq, id)
+    if at then
+      if left == -2 or (left >= 0 and now + left < at) then redis.call('PEXPIREAT', index, at) end
+    else
+      redis.call('PERSIST', index)
+    end
+    out[#out + 1] = 1
+  end
+end
+return out
+"""
+
+#: KEYS: the task's hash. ARGV: P, id. Deletes the task's keys. Returns {owner, runner}.
+C_DELETE: Final = (
+    _CLUSTER_PRELUDE
+    + """
+local id = ARGV[2]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'owner', 'runner')
+redis.call('DEL', key, qkey(id), akey(id))
+return {cur[1], cur[2]}
+"""
+)
+
+#: KEYS: the owner's index. ARGV: after_seq, count. Returns {id, seq, ...} after it.
+C_PAGE_IDS: Final = """
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES',
+  'LIMIT', 0, tonumber(ARGV[2]))
+"""
+
+#: KEYS: the instance's lease. ARGV: lease_ms. Returns 1 if it was still held, else 0.
+C_RENEW: Final = """
+local had = redis.call('EXISTS', KEYS[1])
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+return had
+"""
+
+#: KEYS: the instance's runs set, its lease. Returns the ids it runs, or false while
+#: its lease is held (it came back: nothing to sweep).
+C_DEAD_RUNS: Final = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return false end
+return redis.call('SMEMBERS', KEYS[1])
+"""
+
+#: KEYS: the task's hash. ARGV: P, id, message, updated, instance. Fails the task if it
+#: is still running on ``instance``. Returns its owner if it did, else false.
+C_FAIL: Final = (
+    _CLUSTER_PRELUDE
+    + """
+local id = ARGV[2]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'status', 'owner', 'runner')
+if cur[1] and not TERMINAL[cur[1]] and cur[3] == ARGV[5] then
+  redis.call('HSET', key, 'status', 'failed', 'msg', ARGV[3], 'updated', ARGV[4])
+  redis.call('HDEL', key, 'outcome')
+  redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+  return cur[2]
+end
+return false
+"""
+)

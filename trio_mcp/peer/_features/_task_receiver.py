@@ -23,6 +23,7 @@ from .._messages import (
 )
 from .._session import Reply
 from .._tasks import TaskActor
+from .._tasks._rerun import ADOPTING, RerunTicket
 from ._base import AppView, PeerCore
 from ._scopes import check_task_scopes
 
@@ -36,6 +37,8 @@ async def create_task(
     request_meta: dict[str, Any] | None,
     work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
     result_meta: dict[str, Any] | None = None,
+    *,
+    rerun: RerunTicket | None = None,
 ) -> Reply:
     """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
 
@@ -43,12 +46,15 @@ async def create_task(
     Completes without waiting when the store needs no wait (memory): an
     immediate handler returns this coroutine and the session answers inline.
 
+    ``rerun``: a re-runnable task's ticket, kept by the store.
+
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
     """
     registry = peer.app.registry
     owner = peer.context_of(req)
-    registry.check_rate(owner)
+    if ADOPTING.get() is None:  # (a claimed task served again was counted once)
+        registry.check_rate(owner)
     token = (request_meta or {}).get("progressToken")
     actor = await registry.create(
         owner,
@@ -57,6 +63,7 @@ async def create_task(
         requested_ttl=task.ttl,
         origin=peer,
         progress_token=token if isinstance(token, str | int) else None,
+        rerun=rerun,
     )
     if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = req.dialect.task_questions()

@@ -1,0 +1,141 @@
+"""Work that outlives its process (issue 32), with real processes on a real store.
+
+``examples/task_server.py`` processes share a private redis-server or PostgreSQL
+(``shared_store``); its ``resumable_sleep`` tool (``Rerun(attempts=3)``) appends
+``task_id attempt pid`` to ``RESUMABLE_SLEEP_LOG`` at each run. A process is
+SIGKILLed: its re-runnable tasks run again elsewhere (twice in all), the others once;
+both eras; a front with two workers; a drain on SIGTERM hands over and exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+import trio_mcp
+from trio_mcp import TaskStatus
+
+from .helpers import serving
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
+LEASE = 2  # seconds: short, so a SIGKILL is noticed quickly
+TOKEN = "s3cret"  # every client is the same identity, whichever process it reaches
+
+
+def _store(redis: str, tmp_path: Path) -> str:
+    sep = "&" if "?" in redis else "?"
+    return f"{redis}{sep}lease={LEASE}&prefix=r{tmp_path.name[-12:]}"
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
+    if request.param == "redis":
+        return _store(request.getfixturevalue("redis_url"), tmp_path)
+    return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
+
+
+def _env(log: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(EXAMPLE.parent.parent), "RESUMABLE_SLEEP_LOG": str(log)}
+
+
+@asynccontextmanager
+async def server(
+    store: str, log: Path, *extra: str, transport: str = "--http"
+) -> AsyncIterator[tuple[trio.Process, str]]:
+    """An example server process on ``store``; yields it and its URL."""
+    argv = [sys.executable, str(EXAMPLE), transport, "127.0.0.1:0", "--store", store,
+            "--token", TOKEN, *extra]
+    async with serving(argv, _env(log)) as (proc, words):
+        yield proc, words[0]
+
+
+@asynccontextmanager
+async def worker(store: str, log: Path) -> AsyncIterator[trio.Process]:
+    """An example ``--worker`` process on ``store`` (task work only)."""
+    argv = [sys.executable, str(EXAMPLE), "--worker", "--store", store]
+    proc = await trio.lowlevel.open_process(argv, stderr=subprocess.PIPE, env=_env(log))
+    try:
+        assert proc.stderr is not None
+        seen = b""
+        with trio.fail_after(30):
+            while b"worker running task work" not in seen:
+                chunk = await proc.stderr.receive_some(4096)
+                assert chunk, f"the worker exited before starting: {seen!r}"
+                seen += chunk
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        if proc.stderr is not None:
+            await proc.stderr.aclose()
+
+
+def runs(log: Path) -> dict[str, list[tuple[int, int]]]:
+    """Each task's runs: (attempt, pid), in order."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    if not log.exists():
+        return out
+    for line in log.read_text().splitlines():
+        task_id, attempt, pid = line.split()
+        out.setdefault(task_id, []).append((int(attempt), int(pid)))
+    return out
+
+
+async def wait_runs(log: Path, task_ids: list[str], timeout: float = 20) -> None:
+    """Until each task has made at least one run (its first line is in the log)."""
+    with trio.fail_after(timeout):
+        while not set(task_ids) <= set(runs(log)):  # noqa: ASYNC110 (a file, not an event)
+            await trio.sleep(0.05)
+
+
+async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
+    shared_store: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "runs.log"
+    async with AsyncExitStack() as stack:
+        procs = [await stack.enter_async_context(server(shared_store, log)) for _ in range(3)]
+        (proc_a, a), (_, b), (_, c) = procs
+        handles: dict[str, str] = {}
+        async with trio_mcp.open_http_client(a, token=TOKEN) as on_a, trio_mcp.open_http_client(c, token=TOKEN) as on_c:
+            for _ in range(10):
+                handle = await on_a.call_tool_task("resumable_sleep", {"seconds": 3.0})
+                handles[handle.task_id] = "a"
+            for _ in range(5):
+                handle = await on_c.call_tool_task("resumable_sleep", {"seconds": 0.5})
+                handles[handle.task_id] = "c"
+            plain = await on_a.call_tool_task("sleep", {"seconds": 30})
+        await wait_runs(log, list(handles))
+        proc_a.send_signal(signal.SIGKILL)
+        await proc_a.wait()
+        async with trio_mcp.open_http_client(b, token=TOKEN) as on_b:
+            with trio.fail_after(LEASE * 4 + 20):
+                for task_id in handles:
+                    result = await on_b.task_handle(task_id, trio_mcp.CallToolResult).result()
+                    attempt = 2 if handles[task_id] == "a" else 1
+                    duration = 3.0 if handles[task_id] == "a" else 0.5
+                    assert result.text == f"slept {duration} s (attempt {attempt})"
+            task = await on_b.get_task(plain.task_id)
+            with trio.fail_after(LEASE * 4 + 10):
+                while task.status is TaskStatus.WORKING:
+                    await trio.sleep(0.1)
+                    task = await on_b.get_task(plain.task_id)
+            assert task.status is TaskStatus.FAILED  # not re-runnable: fails as before
+    seen = runs(log)
+    pid_a = proc_a.pid
+    for task_id, where in handles.items():
+        if where == "a":
+            assert [att for att, _ in seen[task_id]] == [1, 2]
+            assert seen[task_id][0][1] == pid_a and seen[task_id][1][1] != pid_a
+        else:
+            assert [att for att, _ in seen[task_id]] == [1]

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._postgres_rerun import QUERIES
+
 #: The schema version this code creates and understands.
 SCHEMA_VERSION: Final = 1
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
@@ -43,6 +45,11 @@ def check_schema_name(name: str) -> str:
 def channel(schema: str) -> str:
     """The ``LISTEN``/``NOTIFY`` channel of the store in ``schema``."""
     return f"{schema}_hints"
+
+
+def fill(template: str, schema: str) -> str:
+    """``template`` with its schema, channel and live statuses filled in."""
+    return _fill(template, schema)
 
 
 def _fill(template: str, schema: str) -> str:
@@ -294,4 +301,5 @@ def queries(schema: str) -> dict[str, str]:
         "answer_input": "SELECT {S}.answer_input($1, $2, $3)",
         "take_answer": "DELETE FROM {S}.answers WHERE task_id = $1 AND key = $2 RETURNING body",
     }
+    q.update(QUERIES)  # schema version 2: the re-runs
     return {name: _fill(text, schema) for name, text in q.items()}

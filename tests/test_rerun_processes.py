@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -36,12 +37,32 @@ def _store(redis: str, tmp_path: Path) -> str:
     return f"{redis}{sep}lease={LEASE}&prefix=r{tmp_path.name[-12:]}"
 
 
-@pytest.fixture(params=["redis", "postgres"])
-def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def store_of(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
     """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
-    if request.param == "redis":
+    if kind == "redis":
         return _store(request.getfixturevalue("redis_url"), tmp_path)
     return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
+
+
+#: (store, era) pairs: each store and each era runs, without running every pair.
+PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28")]
+
+
+@pytest.fixture(params=PAIRS, ids=[f"{s}-{e}" for s, e in PAIRS])
+def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A store URL of this test's own, and the era the clients speak."""
+    kind, era = request.param
+    return store_of(request, kind, tmp_path), era
+
+
+OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28")]
+
+
+@pytest.fixture(params=OTHER_PAIRS, ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
+def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""
+    kind, era = request.param
+    return store_of(request, kind, tmp_path), era
 
 
 def _env(log: Path) -> dict[str, str]:
@@ -99,15 +120,20 @@ async def wait_runs(log: Path, task_ids: list[str], timeout: float = 20) -> None
             await trio.sleep(0.05)
 
 
+def client(url: str, era: str) -> Any:
+    return trio_mcp.open_http_client(url, token=TOKEN, era=era)
+
+
 async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
-    shared_store: str, tmp_path: Path
+    store_era: tuple[str, str], tmp_path: Path
 ) -> None:
+    shared_store, era = store_era
     log = tmp_path / "runs.log"
     async with AsyncExitStack() as stack:
         procs = [await stack.enter_async_context(server(shared_store, log)) for _ in range(3)]
         (proc_a, a), (_, b), (_, c) = procs
         handles: dict[str, str] = {}
-        async with trio_mcp.open_http_client(a, token=TOKEN) as on_a, trio_mcp.open_http_client(c, token=TOKEN) as on_c:
+        async with client(a, era) as on_a, client(c, era) as on_c:
             for _ in range(10):
                 handle = await on_a.call_tool_task("resumable_sleep", {"seconds": 3.0})
                 handles[handle.task_id] = "a"
@@ -118,7 +144,7 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
         await wait_runs(log, list(handles))
         proc_a.send_signal(signal.SIGKILL)
         await proc_a.wait()
-        async with trio_mcp.open_http_client(b, token=TOKEN) as on_b:
+        async with client(b, era) as on_b:
             with trio.fail_after(LEASE * 4 + 20):
                 for task_id in handles:
                     result = await on_b.task_handle(task_id, trio_mcp.CallToolResult).result()
@@ -139,3 +165,89 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
             assert seen[task_id][0][1] == pid_a and seen[task_id][1][1] != pid_a
         else:
             assert [att for att, _ in seen[task_id]] == [1]
+
+
+async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_other(
+    other_store_era: tuple[str, str], tmp_path: Path
+) -> None:
+    shared_store, era = other_store_era
+    log = tmp_path / "runs.log"
+    async with server(shared_store, log, "--front") as (_, front):
+        async with client(front, era) as on_front:
+            # no worker yet: queued, and the status message says so
+            early = await on_front.call_tool_task("resumable_sleep", {"seconds": 0.2})
+            task = await on_front.get_task(early.task_id)
+            assert task.status is TaskStatus.WORKING
+            assert task.status_message == "queued: no worker process is alive to run it"
+            async with worker(shared_store, log) as w1, worker(shared_store, log) as w2:
+                ids = [early.task_id]
+                for _ in range(8):
+                    handle = await on_front.call_tool_task("resumable_sleep", {"seconds": 4.0})
+                    ids.append(handle.task_id)
+                plain = await on_front.call_tool_task("sleep", {"seconds": 0.2})
+                # a tool without rerun= runs on a worker too (once: were its worker
+                # killed, it would fail)
+                done = on_front.task_handle(plain.task_id, trio_mcp.CallToolResult)
+                assert (await done.result()).text == "slept 0.2 seconds"
+                await wait_runs(log, ids[1:])
+                first = runs(log)
+                killed = {t for t in ids[1:] if first[t][0][1] == w1.pid}
+                w1.send_signal(signal.SIGKILL)
+                await w1.wait()
+                with trio.fail_after(LEASE * 4 + 30):
+                    for task_id in ids:
+                        handle = on_front.task_handle(task_id, trio_mcp.CallToolResult)
+                        result = await handle.result()
+                        attempt = 2 if task_id in killed else 1
+                        assert result.text.endswith(f" s (attempt {attempt})")
+                assert w2.returncode is None
+    seen = runs(log)
+    assert killed  # the two workers shared the work
+    for task_id in ids:
+        pids = [pid for _, pid in seen[task_id]]
+        if task_id in killed:
+            assert [att for att, _ in seen[task_id]] == [1, 2] and pids[1] == w2.pid
+        else:
+            assert len(pids) == 1 and pids[0] in (w1.pid, w2.pid)
+
+
+async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
+    store_era: tuple[str, str], tmp_path: Path
+) -> None:
+    shared_store, era = store_era
+    log = tmp_path / "runs.log"
+    grace = "1.5"
+    async with AsyncExitStack() as stack:
+        procs = [
+            await stack.enter_async_context(server(shared_store, log, "--grace", grace))
+            for _ in range(3)
+        ]
+        short: list[str] = []
+        long: list[str] = []
+        for turn in range(3):
+            proc, url = procs[turn]
+            async with client(url, era) as on_it:  # load on the process restarted next
+                for _ in range(3):
+                    short.append((await on_it.call_tool_task(
+                        "resumable_sleep", {"seconds": 0.5})).task_id)
+                long.append((await on_it.call_tool_task(
+                    "resumable_sleep", {"seconds": 5.0})).task_id)
+            await wait_runs(log, short[-3:] + long[-1:])
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                assert await proc.wait() == 0  # drained, exit 0
+            # restarted: the next turn drains the next one
+            procs[turn] = await stack.enter_async_context(
+                server(shared_store, log, "--grace", grace)
+            )
+        async with client(procs[0][1], era) as on_any:
+            with trio.fail_after(60):
+                for task_id in short + long:
+                    handle = on_any.task_handle(task_id, trio_mcp.CallToolResult)
+                    result = await handle.result()  # raises TaskFailed if failed
+                    assert result.text.startswith("slept")
+    seen = runs(log)
+    for task_id in short:  # finished within the grace: never run again
+        assert len(seen[task_id]) == 1
+    for task_id in long:  # outlived the grace: handed over, run again
+        assert len(seen[task_id]) >= 2

@@ -328,7 +328,7 @@ class Cluster:
         if not task_ids or not isinstance(store, RerunStore):
             return
         await self.settle()
-        await store.requeue(task_ids, count=True)
+        await store.requeue(task_ids, count=True, spend=False)
         for task_id in task_ids:
             actor = self._ledger.running_actor(task_id)
             if actor is not None:

@@ -344,12 +344,17 @@ class PostgresTaskStore:
     # --- handing tasks between processes (RerunStore) ------------------------------------
 
     async def requeue(
-        self, task_ids: Collection[str], *, count: bool, message: str | None = None
+        self,
+        task_ids: Collection[str],
+        *,
+        count: bool,
+        spend: bool = True,
+        message: str | None = None,
     ) -> int:
         """Queue these live re-runnable tasks of this process again (see
         :class:`~._rerun.RerunStore`); how many workers are alive."""
         row = await self._one(
-            "requeue", self.instance, count, _text(message), now_iso(), _now_ms(),
+            "requeue", self.instance, count, spend, _text(message), now_iso(), _now_ms(),
             list(task_ids),
         )  # fmt: skip
         return int(row[0] or 0) if row is not None else 0

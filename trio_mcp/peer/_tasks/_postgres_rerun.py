@@ -34,10 +34,12 @@ CREATE INDEX reruns_due ON {S}.reruns (due) WHERE due IS NOT NULL;
 CREATE TABLE {S}.workers (instance text PRIMARY KEY);
 
 -- Queues live re-runnable task p_id again if its runner is p_runner (NULL: any): its
--- attempt counted (p_count) or not (a front queued it). 1: queued, 2: failed (no
+-- attempt counted (p_count) or not (a front queued it); a drain's hand-off does not
+-- spend one of the attempts allowed (p_spend false: the bound goes up). 1: queued, 2: failed (no
 -- attempt left), 0: not re-runnable, not live or not p_runner's.
-CREATE FUNCTION {S}.requeue_task(p_id text, p_runner text, p_count boolean, p_msg text,
-  p_updated text, p_now bigint) RETURNS int LANGUAGE plpgsql AS $$
+CREATE FUNCTION {S}.requeue_task(p_id text, p_runner text, p_count boolean,
+  p_spend boolean, p_msg text, p_updated text, p_now bigint)
+RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
   t record;
   r record;
@@ -53,6 +55,10 @@ BEGIN
   SELECT attempt, attempts, backoff INTO r FROM {S}.reruns WHERE id = p_id FOR UPDATE;
   IF NOT FOUND THEN RETURN 0; END IF;
   v_attempt := r.attempt;
+  IF p_count AND NOT p_spend THEN
+    UPDATE {S}.reruns SET attempts = attempts + 1 WHERE id = p_id;
+    r.attempts := r.attempts + 1;
+  END IF;
   IF p_count THEN
     IF r.attempt >= r.attempts THEN
       UPDATE {S}.tasks SET status = 'failed', updated = p_updated, outcome = NULL,
@@ -106,7 +112,7 @@ BEGIN
       AND (runner = p_instance OR (p_instance = '' AND NOT EXISTS (
         SELECT 1 FROM {S}.leases l WHERE l.instance = tk.runner)))
       ORDER BY id FOR UPDATE SKIP LOCKED LOOP
-    v_done := {S}.requeue_task(t.id, t.runner, true, NULL, p_updated, p_now);
+    v_done := {S}.requeue_task(t.id, t.runner, true, true, NULL, p_updated, p_now);
     IF v_done = 1 THEN
       queued := queued + 1;
     ELSIF v_done = 2 THEN
@@ -122,8 +128,8 @@ END $$;
 
 -- Queues these tasks of p_runner again (see requeue_task); without p_count and
 -- p_msg: "queued" or "no worker is alive". Returns how many workers are alive.
-CREATE FUNCTION {S}.requeue_tasks(p_runner text, p_count boolean, p_msg text,
-  p_updated text, p_now bigint, p_ids text[]) RETURNS int LANGUAGE plpgsql AS $$
+CREATE FUNCTION {S}.requeue_tasks(p_runner text, p_count boolean, p_spend boolean,
+  p_msg text, p_updated text, p_now bigint, p_ids text[]) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
   v_workers int;
   v_msg text := p_msg;
@@ -136,7 +142,7 @@ BEGIN
       ELSE 'queued: no worker process is alive to run it' END;
   END IF;
   FOREACH v_id IN ARRAY p_ids LOOP
-    PERFORM {S}.requeue_task(v_id, p_runner, p_count, v_msg, p_updated, p_now);
+    PERFORM {S}.requeue_task(v_id, p_runner, p_count, p_spend, v_msg, p_updated, p_now);
   END LOOP;
   RETURN v_workers;
 END $$;
@@ -181,7 +187,8 @@ QUERIES: Final = {
     " FROM jsonb_array_elements($1::jsonb) AS e ON CONFLICT (id) DO NOTHING",
     "rescue": "SELECT failed, array_to_json(dead)::text, queued"
     " FROM {S}.rescue($1, $2, $3, $4::bigint)",
-    "requeue": "SELECT {S}.requeue_tasks($1, $2::boolean, $3, $4, $5::bigint, $6::text[])",
+    "requeue": "SELECT {S}.requeue_tasks($1, $2::boolean, $3::boolean, $4, $5, $6::bigint,"
+    " $7::text[])",
     "claim": f"SELECT {_COLUMNS} FROM {{S}}.claim_tasks($1, $2::text[], $3::bigint, $4::int,"
     " $5::bigint) AS c(id) JOIN {S}.tasks t ON t.id = c.id JOIN {S}.reruns r ON r.id = c.id",
     "worker_on": "INSERT INTO {S}.workers VALUES ($1) ON CONFLICT DO NOTHING",

@@ -350,12 +350,18 @@ class RedisTaskStore:
     # --- handing tasks between processes (RerunStore) ------------------------------------
 
     async def requeue(
-        self, task_ids: Collection[str], *, count: bool, message: str | None = None
+        self,
+        task_ids: Collection[str],
+        *,
+        count: bool,
+        spend: bool = True,
+        message: str | None = None,
     ) -> int:
         """Queue these live re-runnable tasks of this process again (see
         :class:`~._rerun.RerunStore`); how many workers are alive."""
         workers = await self._script(
-            "requeue", self.instance, "1" if count else "0", message or "", now_iso(),
+            "requeue", self.instance, "1" if count else "0", "1" if spend else "0",
+            message or "", now_iso(),
             str(_now_ms()), *task_ids,
         )  # fmt: skip
         return int(workers)

@@ -26,9 +26,10 @@ from ._redis_scripts import _PRELUDE
 
 _REQUEUE_ONE: Final = """
 -- Puts live task `id` (runner `runner`) back in the queue: its attempt counted
--- (`count`: its run was interrupted) or not (a front queued it). Returns 1 if it was
+-- (`count`: its run was interrupted) or not (a front queued it); a drain's hand-off
+-- does not `spend` one of the attempts allowed (it raises the bound). Returns 1 if it was
 -- queued, 2 if it failed (no attempt left), 0 if it is not re-runnable or not live.
-local function requeue(id, runner, count, message, updated, now)
+local function requeue(id, runner, count, spend, message, updated, now)
   local key = tkey(id)
   local cur = redis.call('HMGET', key, 'status', 'owner', 'job', 'attempt', 'attempts', 'backoff')
   if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
@@ -37,6 +38,10 @@ local function requeue(id, runner, count, message, updated, now)
   local attempt = tonumber(cur[4] or '1')
   local attempts = tonumber(cur[5] or '1')
   local due = now
+  if count and not spend then
+    attempts = attempts + 1
+    redis.call('HSET', key, 'attempts', attempts)
+  end
   if count then
     if attempt >= attempts then
       local runs = 'its only attempt'
@@ -99,7 +104,7 @@ local failed, queued = 0, 0
 for _, inst in ipairs(dead) do
   local runs = P .. ':runs:' .. inst
   for _, id in ipairs(redis.call('SMEMBERS', runs)) do
-    local done = requeue(id, nil, true, '', ARGV[3], now)
+    local done = requeue(id, nil, true, true, '', ARGV[3], now)
     if done == 1 then
       queued = queued + 1
     elseif done == 2 then
@@ -124,7 +129,8 @@ return {failed, dead, queued}
 """
 )
 
-#: ARGV: P, instance, count ('1'/'0'), message|'', updated, now_ms, ids... Queues these
+#: ARGV: P, instance, count ('1'/'0'), spend ('1'/'0'), message|'', updated, now_ms, ids...
+#: Queues these
 #: live re-runnable tasks of ``instance`` again (see ``requeue``); without ``count`` and
 #: a message: "queued" or "no worker is alive". Returns how many workers are alive.
 REQUEUE: Final = (
@@ -132,7 +138,7 @@ REQUEUE: Final = (
     + _REQUEUE_ONE
     + """
 local workers = live_workers()
-local message = ARGV[4]
+local message = ARGV[5]
 if message == '' then
   if workers > 0 then
     message = 'queued: waiting for a worker process to run it'
@@ -140,8 +146,8 @@ if message == '' then
     message = 'queued: no worker process is alive to run it'
   end
 end
-for i = 7, #ARGV do
-  requeue(ARGV[i], ARGV[2], ARGV[3] == '1', message, ARGV[5], tonumber(ARGV[6]))
+for i = 8, #ARGV do
+  requeue(ARGV[i], ARGV[2], ARGV[3] == '1', ARGV[4] == '1', message, ARGV[6], tonumber(ARGV[7]))
 end
 return workers
 """

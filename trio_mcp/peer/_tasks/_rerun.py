@@ -155,7 +155,12 @@ class RerunStore(Protocol):
     """What a shared store does to hand tasks between processes (Redis, PostgreSQL)."""
 
     async def requeue(
-        self, task_ids: Collection[str], *, count: bool, message: str | None = None
+        self,
+        task_ids: Collection[str],
+        *,
+        count: bool,
+        spend: bool = True,
+        message: str | None = None,
     ) -> int:
         """Put live re-runnable tasks this process runs back in the queue, at once.
 
@@ -164,6 +169,9 @@ class RerunStore(Protocol):
             count: True: their run was interrupted (the attempt goes up by one,
                 or the task fails after its last); False: they never ran (a
                 front queued them).
+            spend: False: the interruption was a drain (SIGTERM), not a crash: it
+                does not use up one of the attempts allowed (the bound goes up
+                with the attempt, so a rolling restart never fails a task).
             message: The status message to set (default :func:`rerun_message`).
 
         Returns:

@@ -251,3 +251,32 @@ async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outliv
         assert len(seen[task_id]) == 1
     for task_id in long:  # outlived the grace: handed over, run again
         assert len(seen[task_id]) >= 2
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_sqlite_restart_runs_a_rerunnable_working_task_again_in_the_new_process(
+    era: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "runs.log"
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    async with server(store, log) as (first, url):
+        async with client(url, era) as on_first:
+            resumable = await on_first.call_tool_task("resumable_sleep", {"seconds": 30.0})
+            plain = await on_first.call_tool_task("sleep", {"seconds": 30})
+        await wait_runs(log, [resumable.task_id])
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+    # the restarted process runs it again (the same arguments: 30 s); the test waits
+    # for the second run to start, reads the status, and cancels it
+    async with server(store, log) as (_, url):
+        with trio.fail_after(20):
+            while len(runs(log).get(resumable.task_id, [])) < 2:  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        async with client(url, era) as on_second:
+            task = await on_second.get_task(resumable.task_id)
+            assert task.status is TaskStatus.WORKING
+            assert task.status_message == "re-running after its process stopped, attempt 2 of 3"
+            lost = await on_second.get_task(plain.task_id)
+            assert lost.status is TaskStatus.FAILED  # not re-runnable: fails as before
+            await on_second.cancel_task(resumable.task_id)
+    assert [att for att, _ in runs(log)[resumable.task_id]] == [1, 2]

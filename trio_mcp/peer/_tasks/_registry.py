@@ -93,8 +93,7 @@ class TaskRegistry(TaskLedger):
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
-        #: Who serves a re-runnable task's stored request again (the App's re-runner).
-        self.rerun_host: RerunHost | None = None
+        self._rerun_host: RerunHost | None = None
         #: False: a front process, whose tasks run on worker processes (queued in a
         #: shared store that can hand work over; see ``_rerun``).
         self.run_tasks = True
@@ -267,6 +266,17 @@ class TaskRegistry(TaskLedger):
         host.rerun(record)
         return True
 
+    @property
+    def rerun_host(self) -> RerunHost | None:
+        """Who serves a re-runnable task's stored request again (the App's re-runner)."""
+        return self._rerun_host
+
+    @rerun_host.setter
+    def rerun_host(self, host: RerunHost | None) -> None:
+        self._rerun_host = host
+        if self._nursery is not None:
+            self._rerun_restored()  # what the store found at open, if it waited for a host
+
     def _claim_tools(self) -> frozenset[str]:
         host = self.rerun_host
         if host is None or not self.run_tasks or self.draining:
@@ -306,10 +316,12 @@ class TaskRegistry(TaskLedger):
 
     def _rerun_restored(self) -> None:
         """Run again the re-runnable tasks a store of one process found live at open."""
+        if self._rerun_host is None:
+            return  # (kept until a host is set)
         restored, self._to_rerun = self._to_rerun, []
         for record in restored:
-            if record.status.is_terminal or not self.rerun(record):
-                continue
+            if not record.status.is_terminal:
+                self.rerun(record)
 
     def _install(
         self,

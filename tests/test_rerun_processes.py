@@ -280,3 +280,65 @@ async def test_sqlite_restart_runs_a_rerunnable_working_task_again_in_the_new_pr
             assert lost.status is TaskStatus.FAILED  # not re-runnable: fails as before
             await on_second.cancel_task(resumable.task_id)
     assert [att for att, _ in runs(log)[resumable.task_id]] == [1, 2]
+
+
+QUESTION_SERVER = Path(__file__).resolve().parent / "rerun_server.py"
+
+
+@asynccontextmanager
+async def question_server(store: str, log: Path) -> AsyncIterator[tuple[trio.Process, str]]:
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parent.parent)}
+    async with serving([sys.executable, str(QUESTION_SERVER), store, str(log)], env) as (
+        proc, words,
+    ):  # fmt: skip
+        yield proc, words[0]
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_input_required_when_its_process_died_starts_over_and_asks_again(
+    era: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = store_of(request, "redis" if era == "2025-11-25" else "postgres", tmp_path)
+    log = tmp_path / "runs.log"
+    asked: list[str] = []
+    first_asked = trio.Event()
+    app = trio_mcp.App("answering-client")
+
+    @app.on_elicitation
+    async def answer(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.ElicitParams
+    ) -> trio_mcp.ElicitResult:
+        asked.append(params.message)
+        if len(asked) == 1:  # the first run's question: never answered (its process dies)
+            first_asked.set()
+            await trio.sleep_forever()
+        return trio_mcp.ElicitResult(action="accept", content={"ok": True})
+
+    async with question_server(store, log) as (proc_a, a), question_server(store, log) as (
+        _, b,
+    ):  # fmt: skip
+        # (the creating client declares elicitation: a 2025 task asks within its capabilities)
+        async with trio_mcp.open_http_client(a, app, token=TOKEN, era=era) as on_a:
+            created = await on_a.call_tool_task("ask_then_sleep", {"question": "ship it?"})
+        async with trio_mcp.open_http_client(b, app, token=TOKEN, era=era) as on_b:
+            async with trio.open_nursery() as nursery:
+                got: list[str] = []
+
+                async def follow() -> None:
+                    handle = on_b.task_handle(created.task_id, trio_mcp.CallToolResult)
+                    got.append((await handle.result()).text)
+
+                nursery.start_soon(follow)
+                with trio.fail_after(20):
+                    await first_asked.wait()
+                task = await on_b.get_task(created.task_id)
+                assert task.status is TaskStatus.INPUT_REQUIRED
+                proc_a.send_signal(signal.SIGKILL)
+                await proc_a.wait()
+                with trio.fail_after(LEASE * 4 + 20):
+                    while not got:  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+    assert got == ["yes (attempt 2)"]
+    assert asked == ["ship it?", "ship it?"]  # asked again by the second run
+    assert [att for att, _ in runs(log)[created.task_id]] == [1, 2]

@@ -67,6 +67,8 @@ async def create_task(
     )
     if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = req.dialect.task_questions()
+        if actor.record.attempt > 1:  # a re-run: keys of its own
+            actor.pulled.key_prefix = f"a{actor.record.attempt}."
     if req.dialect is not None:  # the era's CreateTaskResult
         return Reply(req.dialect.task_created(actor.record, result_meta), actor.launch)
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))

@@ -509,7 +509,10 @@ async def ask_pushed(
         McpError: -32603 when the store is unavailable.
     """
     task_id = actor.task_id
-    item = InputItem(str(next(cluster._keys)), method, params)
+    key = str(next(cluster._keys))
+    if actor.record.attempt > 1:  # a re-run: never the key of an earlier run's question
+        key = f"{actor.record.attempt}.{key}"
+    item = InputItem(key, method, params)
     with cluster.asking(task_id):
         await cluster.store.push_input(task_id, item)
         cluster.wake(task_id)  # a tasks/result open here takes it at once

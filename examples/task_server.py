@@ -214,6 +214,13 @@ async def _work(app: trio_mcp.App, grace: float) -> None:
         print(f"worker running task work pid {os.getpid()}", file=sys.stderr, flush=True)
 
 
+def _first(group: BaseException) -> BaseException:
+    """The first error in ``group`` (unwrapping nested groups)."""
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group
+
+
 def _started(serve: Any) -> Any:
     """``serve`` as a function ``nursery.start`` can start (it reports started at once)."""
 
@@ -320,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             trio.run(_work, app, args.grace)
         except* trio_mcp.McpError as group:
-            sys.exit(f"task_server: {group.exceptions[0]}")
+            sys.exit(f"task_server: {_first(group)}")
         return
     if args.ws or args.http:
         host, _, port = (args.ws or args.http).rpartition(":")
@@ -334,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
             serving = partial(trio_mcp.serve_stdio, app)
         trio.run(partial(trio_mcp.until_drained, app, _started(serving), grace=args.grace))
     except* trio_mcp.McpError as group:  # e.g. the task store is unreachable at start
-        sys.exit(f"task_server: {group.exceptions[0]}")
+        sys.exit(f"task_server: {_first(group)}")
 
 
 if __name__ == "__main__":

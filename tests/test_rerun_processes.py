@@ -9,6 +9,7 @@ both eras; a front with two workers; a drain on SIGTERM hands over and exits 0.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -151,6 +152,16 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
                     attempt = 2 if handles[task_id] == "a" else 1
                     duration = 3.0 if handles[task_id] == "a" else 0.5
                     assert result.text == f"slept {duration} s (attempt {attempt})"
+            # the CLI shows the attempt that finished it
+            rerun_id = next(t for t, where in handles.items() if where == "a")
+            cli = await trio.run_process(
+                [sys.executable, "-m", "trio_mcp", "tasks", "get", rerun_id, "--http", b,
+                 "--token", TOKEN, "--era", era],
+                capture_stdout=True, capture_stderr=True, env=_env(log),
+            )  # fmt: skip
+            shown = json.loads(cli.stdout)
+            assert shown["status"] == "completed"
+            assert shown["_meta"]["dev.trio-mcp/attempt"] == 2
             task = await on_b.get_task(plain.task_id)
             with trio.fail_after(LEASE * 4 + 10):
                 while task.status is TaskStatus.WORKING:

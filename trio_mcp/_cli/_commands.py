@@ -28,7 +28,7 @@ from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
 from ..peer import App, Peer
 from ..peer._dialects._modern_requestor import get_detailed
-from ..peer._messages import CallToolResult, TextContent, to_wire
+from ..peer._messages import CallToolResult, Task, TextContent, from_wire, to_wire
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED
 from ..transports._stdio import serve_stdio
@@ -298,8 +298,10 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                                   "tasks created without a token were bound to the connection "
                                   "or session that created them and closed with it")
                     return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
-                case "get":
-                    return EXIT_OK, to_wire(await peer.get_task(args.task_id))
+                case "get":  # the task with its _meta (a re-runnable task's attempt)
+                    raw = await peer.request_raw("tasks/get", {"taskId": args.task_id})
+                    task, meta = from_wire(raw, Task), raw.get("_meta")
+                    return EXIT_OK, {**to_wire(task), **({"_meta": meta} if meta else {})}
                 case _:
                     return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
     raise CliError(f"no answer to tasks/{args.action} within --timeout {args.timeout:g} s")

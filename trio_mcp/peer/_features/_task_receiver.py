@@ -23,7 +23,7 @@ from .._messages import (
 )
 from .._session import Reply
 from .._tasks import TaskActor
-from .._tasks._rerun import ADOPTING, RerunTicket
+from .._tasks._rerun import ADOPTING, RerunTicket, attempt_meta
 from ._base import AppView, PeerCore
 from ._scopes import check_task_scopes
 
@@ -127,7 +127,11 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         owner = self.context_of(req)
         registry.check_rate(owner)
-        return (await registry.record(owner, task_id)).wire()
+        record = await registry.record(owner, task_id)
+        answer = record.wire()
+        if (meta := attempt_meta(record)) is not None:  # a re-runnable task: its attempt
+            answer["_meta"] = meta
+        return answer
 
     def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()

@@ -447,7 +447,9 @@ class PostgresTaskStore:
         if (known := self._terminal.get(task_id)) is not None:
             return known  # terminal: it never changes again (see _postgres_cache)
         row = await self._one("get", task_id)
-        record = None if row is None else _record(row)
+        record = None if row is None else _record(row[:12])
+        if record is not None and row is not None and row[12] is not None:
+            record.attempt = int(row[12])  # a re-runnable task's
         self._terminal.keep(record)
         return record
 

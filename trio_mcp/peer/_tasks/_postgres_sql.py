@@ -277,7 +277,8 @@ def queries(schema: str) -> dict[str, str]:
         "get_secret": "SELECT value FROM {S}.meta WHERE key = 'secret'",
         "create_many": "SELECT x FROM unnest({S}.create_tasks($1, $2::int, $3::bigint,"
         " $4::bigint, $5::jsonb)) WITH ORDINALITY AS t(x, n) ORDER BY n",
-        "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = $1",
+        "get": f"SELECT {_COLUMNS}, (SELECT attempt FROM {{S}}.reruns r WHERE r.id = $1)"
+        " FROM {S}.tasks WHERE id = $1",
         "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = $1 AND seq > $2::bigint"
         " AND (expires IS NULL OR expires > $3::bigint) ORDER BY seq LIMIT $4::int",
         "update": "SELECT {S}.update_task($1, $2, $3, $4, $5, $6::bigint)",

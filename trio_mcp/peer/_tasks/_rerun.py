@@ -144,6 +144,18 @@ def exhausted_message(attempts: int) -> str:
     )
 
 
+#: The ``_meta`` key of a ``tasks/get`` answer that says which run of a re-runnable task
+#: this is (present for a re-runnable task, and for any task past its first attempt).
+ATTEMPT_META: Final = "dev.trio-mcp/attempt"
+
+
+def attempt_meta(record: TaskRecord) -> dict[str, Any] | None:
+    """The ``_meta`` a ``tasks/get`` answer of ``record`` carries, if any."""
+    if record.rerun is None and record.attempt == 1:
+        return None
+    return {ATTEMPT_META: record.attempt}
+
+
 #: The status message of a task a front process queued for the workers.
 QUEUED_MESSAGE: Final = "queued: waiting for a worker process to run it"
 #: ... when no worker process is alive.

@@ -126,8 +126,8 @@ def build_app(
             raise trio_mcp.McpError(trio_mcp.INVALID_PARAMS, "seconds must not be negative")
         log = os.environ.get("RESUMABLE_SLEEP_LOG")
         if log:  # one line per run: what a test counts
-            with open(log, "a") as f:
-                f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()}\n")
+            async with await trio.open_file(log, "a") as f:
+                await f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()}\n")
         await trio.sleep(seconds)
         return f"slept {float(seconds)!r} s (attempt {ctx.attempt})"
 

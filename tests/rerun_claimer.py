@@ -17,7 +17,7 @@ from trio_mcp.peer._tasks._open import open_task_store
 
 
 async def until(path: Path) -> None:
-    while not path.exists():  # noqa: ASYNC110 (a file another process makes)
+    while not await trio.Path(path).exists():  # noqa: ASYNC110 (a file another process makes)
         await trio.sleep(0.002)
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import trio
+import trio.lowlevel
 
 import trio_mcp
 from trio_mcp import RemoteError, Rerun
@@ -19,7 +20,7 @@ def server() -> trio_mcp.App:
     @app.tool(task_support="optional", rerun=Rerun(attempts=2, max_request_bytes=2000))
     async def resumable(ctx: trio_mcp.RequestContext, text: str) -> str:
         """Echo with the attempt and the task id."""
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         return f"{text} {ctx.attempt} {ctx.task_id is not None}"
 
     @app.tool(task_support="optional")

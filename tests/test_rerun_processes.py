@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -82,15 +81,18 @@ async def server(
 
 
 @asynccontextmanager
-async def worker(store: str, log: Path) -> AsyncIterator[trio.Process]:
-    """An example ``--worker`` process on ``store`` (task work only)."""
+async def worker(store: str, log: Path, *, cli: bool = False) -> AsyncIterator[trio.Process]:
+    """A worker process on ``store`` (task work only): the example's ``--worker``, or
+    ``trio-mcp worker`` (``cli``; the example's tools by default)."""
     argv = [sys.executable, str(EXAMPLE), "--worker", "--store", store]
+    if cli:
+        argv = [sys.executable, "-m", "trio_mcp", "worker", "--store", store]
     proc = await trio.lowlevel.open_process(argv, stderr=subprocess.PIPE, env=_env(log))
     try:
         assert proc.stderr is not None
         seen = b""
         with trio.fail_after(30):
-            while b"worker running task work" not in seen:
+            while b"worker running" not in seen:
                 chunk = await proc.stderr.receive_some(4096)
                 assert chunk, f"the worker exited before starting: {seen!r}"
                 seen += chunk
@@ -190,7 +192,7 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
             task = await on_front.get_task(early.task_id)
             assert task.status is TaskStatus.WORKING
             assert task.status_message == "queued: no worker process is alive to run it"
-            async with worker(shared_store, log) as w1, worker(shared_store, log) as w2:
+            async with worker(shared_store, log) as w1, worker(shared_store, log, cli=True) as w2:
                 ids = [early.task_id]
                 for _ in range(8):
                     handle = await on_front.call_tool_task("resumable_sleep", {"seconds": 4.0})

@@ -76,7 +76,7 @@ async def test_ten_processes_race_to_claim_one_lapsed_task_and_one_wins(
                 [sys.executable, str(CLAIMER), rerun_store, f"racer-{n}", str(tmp_path),
                  "resumable"],
                 stdout=subprocess.PIPE, env=env,
-            )  # fmt: skip
+            )
             for n in range(10)
         ]
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -410,6 +411,63 @@ async def _serve(
             raise CliError(str(failed)) from None
         auth = " (bearer token required)" if tokens else ""
         print(f"serving the example tools on {address.url}{auth}", file=sys.stderr, flush=True)
+
+
+# --- worker -----------------------------------------------------------------------------------
+
+
+def load_app(target: str | None, store: str) -> App:
+    """The App a worker runs: ``MODULE:NAME`` (an App, or a function of the store URL that
+    makes one), or the example's tools (``build_app``) when ``target`` is None.
+
+    Raises:
+        CliError: The target cannot be found or is not an App.
+    """
+    if target is None:
+        made: Any = load_example_server().build_app(store=store)
+    else:
+        module_name, _, name = target.partition(":")
+        if not module_name or not name:
+            raise CliError(f"--app wants MODULE:NAME, not {target!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError) as exc:
+            raise CliError(f"--app {target}: {exc}") from None
+        made = found if isinstance(found, App) else found(store)
+        if not isinstance(made, App):
+            raise CliError(f"--app {target} is not a trio_mcp.App (nor makes one)")
+        if made.store != store:
+            raise CliError(f"--app {target}: its App's store is not --store {store}")
+    return made  # type: ignore[no-any-return]
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``trio-mcp worker``: run an App's task work from a shared store, serving no MCP."""
+    from .._worker import serve_worker, until_drained
+
+    try:
+        app = load_app(args.app, args.store)
+    except ValueError as exc:  # an unknown store URL
+        raise CliError(f"--store: {exc}") from None
+    if not app.registry.store.shared:
+        raise CliError("--store: a worker needs a store shared by processes "
+                       "(redis://... or postgresql://...)")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(partial(until_drained, app, partial(serve_worker, app),
+                                            grace=args.grace))
+            except BaseException as exc:
+                failed = start_failure(exc, app, None)
+                if failed is None:
+                    raise
+                raise CliError(str(failed)) from None
+            print(f"worker running the task work of {app.name} (pid {os.getpid()})",
+                  file=sys.stderr, flush=True)
+
+    trio.run(main)
+    return EXIT_OK
 
 
 # --- demo -------------------------------------------------------------------------------------

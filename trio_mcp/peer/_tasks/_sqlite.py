@@ -48,10 +48,10 @@ from ._codec import outcome_from_json, outcome_to_json
 from ._rerun import exhausted_message, rerun_message
 from ._store import (
     InputAnswer,
-    RerunTicket,
     InputItem,
     MemoryTaskStore,
     Opened,
+    RerunTicket,
     StoreEvents,
     TaskRecord,
     TaskStore,

@@ -24,7 +24,8 @@ Tools:
     resumable_sleep {seconds}        optional; re-runnable (3 attempts): with a shared store
                                      it runs again on another process if its own stops;
                                      the result says which attempt finished it
-                                     (RESUMABLE_SLEEP_LOG=path: each run appends a line)
+                                     (RESUMABLE_SLEEP_LOG=path: each run appends a line
+                                     "task_id attempt pid time"; RESUMABLE_SLEEP_ATTEMPTS)
 
 A process started with --http/--ws/stdio serves MCP and runs task work; SIGTERM drains it
 (--grace seconds for its running tasks, re-runnable ones left handed to the others) and it
@@ -42,6 +43,7 @@ import json
 import logging
 import os
 import sys
+import time
 from functools import partial
 from typing import Any
 
@@ -119,7 +121,9 @@ def build_app(
             return f"approved: {question}"
         return f"declined: {question}"
 
-    @app.tool(task_support="optional", rerun=trio_mcp.Rerun(attempts=3))
+    attempts = int(os.environ.get("RESUMABLE_SLEEP_ATTEMPTS", "3"))  # (tests raise it)
+
+    @app.tool(task_support="optional", rerun=trio_mcp.Rerun(attempts=attempts))
     async def resumable_sleep(ctx: trio_mcp.RequestContext, seconds: float) -> str:
         """Sleep for `seconds`; if the process running it stops, it runs again elsewhere."""
         if seconds < 0:
@@ -127,7 +131,7 @@ def build_app(
         log = os.environ.get("RESUMABLE_SLEEP_LOG")
         if log:  # one line per run: what a test counts
             async with await trio.open_file(log, "a") as f:
-                await f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()}\n")
+                await f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()} {time.time()}\n")
         await trio.sleep(seconds)
         return f"slept {float(seconds)!r} s (attempt {ctx.attempt})"
 

@@ -111,7 +111,7 @@ def runs(log: Path) -> dict[str, list[tuple[int, int]]]:
     if not log.exists():
         return out
     for line in log.read_text().splitlines():
-        task_id, attempt, pid = line.split()
+        task_id, attempt, pid = line.split()[:3]
         out.setdefault(task_id, []).append((int(attempt), int(pid)))
     return out
 

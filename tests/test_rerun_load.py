@@ -17,6 +17,7 @@ They take tens of seconds to minutes: ``@pytest.mark.slow`` (``-m slow`` runs th
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -34,7 +35,7 @@ import trio
 import trio_mcp
 from trio_mcp import TaskStatus
 
-from .helpers import free_port, serving
+from .helpers import free_port
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
 LEASE = 2
@@ -55,10 +56,25 @@ def _env(log: Path, attempts: int = 3) -> dict[str, str]:
 async def server(
     store: str, log: Path, *extra: str, where: str = "127.0.0.1:0", attempts: int = 3
 ) -> AsyncIterator[tuple[trio.Process, str]]:
+    """An example server; its stderr goes to a file beside ``log`` (never a full pipe)."""
     argv = [sys.executable, str(EXAMPLE), "--http", where, "--store", store, "--token", TOKEN,
-            "--max-live-tasks", "5000", *extra]  # fmt: skip
-    async with serving(argv, _env(log, attempts)) as (proc, words):
-        yield proc, words[0]
+            "--max-live-tasks", "5000", "-v", *extra]  # fmt: skip
+    err = log.parent / f"server-{next(_numbers)}.err"
+    with err.open("wb") as sink:
+        proc = await trio.lowlevel.open_process(argv, stderr=sink, env=_env(log, attempts))
+    try:
+        with trio.fail_after(30):
+            while b"serving on " not in (text := err.read_bytes()):  # noqa: ASYNC110
+                assert proc.poll() is None, text
+                await trio.sleep(0.02)
+        yield proc, text.split(b"serving on ", 1)[1].split()[0].decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+_numbers = itertools.count(1)
 
 
 def runs(log: Path) -> dict[str, list[tuple[int, int, float]]]:
@@ -114,6 +130,9 @@ async def test_300_running_tasks_sigkill_of_one_process_each_rerun_once_within_l
     print(f"re-runs started {min(late):.2f}..{max(late):.2f} s after SIGKILL (lease {LEASE} s)")
 
 
+# A client whose server is SIGKILLed mid-answer leaves httpx's response stream to the
+# garbage collector (a ResourceWarning from httpx, on the client side): not this test's matter.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_chaos_50_clients_2000_tasks_random_sigkill_every_3_s_none_lost_or_failed(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -146,7 +165,6 @@ async def test_chaos_50_clients_2000_tasks_random_sigkill_every_3_s_none_lost_or
                 procs[i] = await start(i)
 
         async def client(n: int) -> None:
-            peer_cm: Any = None
             while len(created) < total:
                 live = [u for u in urls if u]
                 if not live:
@@ -164,7 +182,6 @@ async def test_chaos_50_clients_2000_tasks_random_sigkill_every_3_s_none_lost_or
                 except (OSError, trio_mcp.McpError, trio_mcp.ConnectionFailed,
                         trio_mcp.ConnectionClosed, trio_mcp.RemoteError):  # fmt: skip
                     await trio.sleep(0.05)  # its process was killed: another one
-            del peer_cm
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(chaos)
@@ -190,7 +207,10 @@ async def test_chaos_50_clients_2000_tasks_random_sigkill_every_3_s_none_lost_or
                                     pending.pop()
                                 else:
                                     await trio.sleep(0.1)
-                    except (OSError, trio_mcp.ConnectionFailed, trio_mcp.ConnectionClosed):
+                    except (OSError, trio_mcp.ConnectionFailed, trio_mcp.ConnectionClosed,
+                            trio_mcp.RemoteError) as exc:  # fmt: skip
+                        if isinstance(exc, trio_mcp.RemoteError) and exc.code != -32603:
+                            raise  # (-32603: its process was killed mid-request)
                         await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
     seen = runs(log)

@@ -27,7 +27,6 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
@@ -64,7 +63,7 @@ async def server(
         proc = await trio.lowlevel.open_process(argv, stderr=sink, env=_env(log, attempts))
     try:
         with trio.fail_after(30):
-            while b"serving on " not in (text := err.read_bytes()):  # noqa: ASYNC110
+            while b"serving on " not in (text := err.read_bytes()):
                 assert proc.poll() is None, text
                 await trio.sleep(0.02)
         yield proc, text.split(b"serving on ", 1)[1].split()[0].decode()

@@ -51,6 +51,7 @@ from .peer._dialects._modern import CacheHint as CacheHint
 from .peer._features import Caller as Caller
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
+from .peer._features import TaskChildren as TaskChildren
 
 # Resources, prompts, completion, logging, roots, elicitation forms.
 from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND

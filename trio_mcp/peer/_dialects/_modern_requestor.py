@@ -34,7 +34,8 @@ from ..._errors import (
     TaskCancelled,
     TaskFailed,
 )
-from .._features._base import PeerCore
+from ..._util import unwrap_group
+from .._features._base import PeerCore, QuestionForwarder
 from .._messages import (
     META_SERVER_INFO,
     CallToolResult,
@@ -170,7 +171,11 @@ class ModernTaskWire:
             with scope:
                 if modern is None:
                     raise RemoteProtocolError("the connection no longer speaks 2026-07-28")
-                responses = await modern.answer(requests, {})
+                forward = self.peer.task_questions.get(task_id)
+                if forward is not None:  # a child's: asked of its parent's requestor
+                    responses = await forward_all(forward, requests)
+                else:
+                    responses = await modern.answer(requests, {})
                 await self.peer.request_raw(
                     "tasks/update", {"taskId": task_id, "inputResponses": responses}
                 )
@@ -210,6 +215,26 @@ class ModernTaskWire:
         """Cancel the questions being answered (the task ended or is given up)."""
         for scope in self._answering:
             scope.cancel()
+
+
+async def forward_all(forward: QuestionForwarder, requests: dict[str, Any]) -> dict[str, Any]:
+    """Ask each of a child task's ``inputRequests`` through ``forward`` (at once); the
+    ``inputResponses``."""
+    responses: dict[str, Any] = {}
+
+    async def one(key: str, request: Any) -> None:
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise RemoteProtocolError(f"input request {str(key)[:64]!r} is malformed")
+        params = request.get("params")
+        responses[key] = await forward(
+            request["method"], params if isinstance(params, dict) else {}, key
+        )
+
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            for key, request in requests.items():
+                nursery.start_soon(one, key, request)
+    return responses
 
 
 def _now() -> str:

@@ -39,7 +39,7 @@ from .._features._base import PeerCore
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
-from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
+from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work, followed
 from .._tasks._store import InputAnswer
 from ._era import ModernRequest, Prelude
 from ._mrtr import InputRequired
@@ -227,7 +227,11 @@ async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
     require_tasks(req)
     record = await _record(peer, req, _task_id(req))
-    return detailed(record, peer.app.registry, await _queued(peer, record))
+    answer = detailed(record, peer.app.registry, await _queued(peer, record))
+    tree = followed(peer.app.registry, record.task_id)
+    if tree is not None:  # its place in a task tree, under our own _meta namespace
+        answer["_meta"] = tree
+    return answer
 
 
 async def _queued(peer: PeerCore, record: TaskRecord) -> dict[str, dict[str, Any]] | None:
@@ -252,6 +256,7 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
             INVALID_PARAMS, "Invalid params: inputResponses must be an object of objects"
         )
     record = await _record(peer, req, task_id)
+    followed(peer.app.registry, task_id)  # a sign of life
     actor = peer.app.registry.running_actor(task_id)
     if actor is not None and actor.pulled is not None:
         actor.pulled.answer(responses)

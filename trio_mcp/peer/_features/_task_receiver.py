@@ -8,6 +8,7 @@ is checked against the requestor's context and rate limit.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from .._messages import (
     task_id_param,
 )
 from .._session import Reply
-from .._tasks import TaskActor
+from .._tasks import TaskActor, followed, parent_of, tree_of, watch_orphan
 from ._base import AppView, PeerCore
 from ._scopes import check_task_scopes
 
@@ -60,6 +61,18 @@ async def create_task(
     )
     if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = req.dialect.task_questions()
+    parent = parent_of(request_meta)
+    if parent is not None:  # a child of another peer's task (``ctx.children()``)
+        tree_of(actor).parent = parent
+        after = registry.limits.orphan_after
+        if after is not None:
+            task_id = actor.task_id
+
+            async def orphaned() -> None:
+                with contextlib.suppress(McpError):  # ended meanwhile
+                    await registry.cancel(owner, task_id)
+
+            actor.wrap_work(watch_orphan(after / 1000, orphaned))
     if req.dialect is not None:  # the era's CreateTaskResult
         return Reply(req.dialect.task_created(actor.record, result_meta), actor.launch)
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
@@ -118,7 +131,11 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         owner = self.context_of(req)
         registry.check_rate(owner)
-        return (await registry.record(owner, task_id)).wire()
+        answer = (await registry.record(owner, task_id)).wire()
+        tree = followed(registry, task_id)
+        if tree is not None:  # its place in a task tree, under our own _meta namespace
+            answer["_meta"] = tree
+        return answer
 
     def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()
@@ -127,6 +144,7 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         owner = self.context_of(req)
         registry.check_rate(owner)
+        followed(registry, task_id)  # a sign of life
         return registry.result(owner, task_id, self)  # the session awaits it
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:

@@ -124,6 +124,9 @@ from .peer._session import MessageBus as MessageBus
 from .peer._session import memory_bus_pair as memory_bus_pair
 from .peer._session import open_bus as open_bus
 from .peer._session import run_memory_link as run_memory_link
+from .peer._tasks import META_CHILDREN as TREE_CHILDREN_META
+from .peer._tasks import META_PARENT as TREE_PARENT_META
+from .peer._tasks import META_QUESTION as TREE_QUESTION_META
 from .peer._tasks import IllegalTransition as IllegalTransition
 from .peer._tasks import MemoryTaskStore as MemoryTaskStore
 from .peer._tasks import SqliteTaskStore as SqliteTaskStore
@@ -193,6 +196,9 @@ __all__ = [
     "RELATED_TASK_META",
     "RESOURCE_LIMIT",
     "RESOURCE_NOT_FOUND",
+    "TREE_CHILDREN_META",
+    "TREE_PARENT_META",
+    "TREE_QUESTION_META",
     "URL_ELICITATION_REQUIRED",
     "Annotations",
     "App",
@@ -266,6 +272,7 @@ __all__ = [
     "TaskCancelled",
     "TaskEvent",
     "TaskFailed",
+    "TaskChildren",
     "TaskHandle",
     "TaskLimits",
     "TaskRecord",

@@ -274,10 +274,17 @@ def reattach(peer: PeerCore, task_id: str, result_type: type[R]) -> TaskHandle[R
     return TaskHandle(peer, placeholder, result_type, wire=ModernTaskWire(peer))
 
 
-async def get_detailed(peer: PeerCore, task_id: str) -> tuple[Task, dict[str, Any]]:
-    """One ``tasks/get``: the snapshot and its detail (``inputRequests``, ``result``, ``error``)."""
+async def get_detailed(
+    peer: PeerCore, task_id: str, meta: dict[str, Any] | None = None
+) -> tuple[Task, dict[str, Any]]:
+    """One ``tasks/get`` (``meta``: more ``_meta`` for it): the snapshot and its detail
+    (``inputRequests``, ``result``, ``error``)."""
     wire = ModernTaskWire(peer)
-    task = await wire.get(task_id)
+    if not meta:
+        task = await wire.get(task_id)
+    else:
+        params = {"taskId": task_id, "_meta": dict(meta)}
+        task = wire.adopt(await peer.request_raw("tasks/get", params))
     return task, wire.detail
 
 

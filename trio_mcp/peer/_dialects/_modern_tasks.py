@@ -228,7 +228,7 @@ async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     require_tasks(req)
     record = await _record(peer, req, _task_id(req))
     answer = detailed(record, peer.app.registry, await _queued(peer, record))
-    tree = followed(peer.app.registry, record.task_id)
+    tree = followed(peer.app.registry, record.task_id, (req.params or {}).get("_meta"))
     if tree is not None:  # its place in a task tree, under our own _meta namespace
         answer["_meta"] = tree
     return answer
@@ -256,7 +256,6 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
             INVALID_PARAMS, "Invalid params: inputResponses must be an object of objects"
         )
     record = await _record(peer, req, task_id)
-    followed(peer.app.registry, task_id)  # a sign of life
     actor = peer.app.registry.running_actor(task_id)
     if actor is not None and actor.pulled is not None:
         actor.pulled.answer(responses)

@@ -269,8 +269,11 @@ class ModernRequests(Protocol):
         """A handle on a task known only by id."""
         ...
 
-    async def get_detailed(self, task_id: str) -> tuple[Task, dict[str, Any]]:
-        """One ``tasks/get``: the snapshot and its detail (``inputRequests``, ``result``...)."""
+    async def get_detailed(
+        self, task_id: str, meta: dict[str, Any] | None = None
+    ) -> tuple[Task, dict[str, Any]]:
+        """One ``tasks/get`` (with ``meta`` in its ``_meta``): the snapshot and its detail
+        (``inputRequests``, ``result``...)."""
         ...
 
     async def call_tool(

@@ -84,7 +84,7 @@ class ChildPeer(Protocol):
         """Call a tool as a task."""
         ...
 
-    async def get_task(self, task_id: str) -> Task:
+    async def get_task(self, task_id: str, *, meta: dict[str, Any] | None = None) -> Task:
         """``tasks/get``."""
         ...
 
@@ -137,6 +137,14 @@ class TaskChildren:
         self._closed = False
 
     @property
+    def _parent_meta(self) -> dict[str, Any]:
+        """What names this task as the parent, in its children's requests' ``_meta``."""
+        parent: dict[str, Any] = {"taskId": self._task.task_id}
+        if self.url is not None:
+            parent["url"] = self.url
+        return {META_PARENT: parent}
+
+    @property
     def handles(self) -> list[TaskHandle[CallToolResult]]:
         """The children started so far, oldest first."""
         return [child.handle for child in self._children]
@@ -181,11 +189,8 @@ class TaskChildren:
         """
         if self._closed:
             raise LocalUsageError("this children scope has ended: start children inside it")
-        parent: dict[str, Any] = {"taskId": self._task.task_id}
-        if self.url is not None:
-            parent["url"] = self.url
         handle = await peer.call_tool_task(
-            name, arguments, ttl=ttl, progress=progress, meta={META_PARENT: parent}
+            name, arguments, ttl=ttl, progress=progress, meta=self._parent_meta
         )
         if not handle.task_id:  # 2026-07-28: answered at once, no task to follow
             return handle
@@ -219,7 +224,7 @@ class TaskChildren:
         try:
             while True:
                 try:
-                    task = await child.peer.get_task(child.task_id)
+                    task = await child.peer.get_task(child.task_id, meta=self._parent_meta)
                 except TrioMcpError as exc:
                     log.info("child task %s no longer followed: %s", child.task_id[:64], exc)
                     return

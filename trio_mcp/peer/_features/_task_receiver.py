@@ -132,7 +132,7 @@ class TaskReceiver(PeerCore):
         owner = self.context_of(req)
         registry.check_rate(owner)
         answer = (await registry.record(owner, task_id)).wire()
-        tree = followed(registry, task_id)
+        tree = followed(registry, task_id, (req.params or {}).get("_meta"))
         if tree is not None:  # its place in a task tree, under our own _meta namespace
             answer["_meta"] = tree
         return answer
@@ -144,7 +144,6 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         owner = self.context_of(req)
         registry.check_rate(owner)
-        followed(registry, task_id)  # a sign of life
         return registry.result(owner, task_id, self)  # the session awaits it
 
     async def _on_tasks_list(self, req: Request) -> ListTasksResult:

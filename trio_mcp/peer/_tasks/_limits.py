@@ -38,9 +38,9 @@ class TaskLimits:
         rate_burst: The bucket's size: how many operations may come at once.
         orphan_after: Opt-in (``None``: off). A task created as the child of
             another peer's task (its request named a parent, as
-            ``ctx.children()`` does) is cancelled when its requestor showed no
-            sign of life (``tasks/get``, ``tasks/result``, ``tasks/update``) for
-            this long: its parent's process died without cancelling it.
+            ``ctx.children()`` does) is cancelled when its parent's children
+            scope stopped following it (no ``tasks/get`` naming the parent) for
+            this long: the parent's process died without cancelling it.
     """
 
     default_ttl: int | None = 300_000

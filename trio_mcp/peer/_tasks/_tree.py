@@ -94,7 +94,7 @@ class TaskTree:
         parent: The parent as the creating request named it (``taskId``, ``url``).
         children: The remote children, oldest first.
         last_seen: When the requestor last showed a sign of life for this task
-            (``tasks/get``, ``tasks/result``, ``tasks/update``, ``tasks/cancel``),
+            (a ``tasks/get`` from its parent's children scope, naming the parent),
             in Trio's clock.
     """
 
@@ -215,12 +215,21 @@ class RunningActors(Protocol):
         ...
 
 
-def followed(registry: RunningActors, task_id: str) -> dict[str, Any] | None:
-    """The requestor just asked about ``task_id`` (a sign of life): note it, and return
-    the tree ``_meta`` of its snapshot (``None`` when the task is in no tree here)."""
+def followed(
+    registry: RunningActors, task_id: str, meta: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A ``tasks/get`` of ``task_id`` whose request ``_meta`` is ``meta``: the tree
+    ``_meta`` of its snapshot (``None`` when the task is in no tree here).
+
+    When ``meta`` names the task's own parent (its children scope following it), the
+    request is the parent's sign of life (see ``TaskLimits.orphan_after``); anyone
+    else's look at the task is not.
+    """
     actor = registry.running_actor(task_id)
     if actor is None or actor.tree is None:
         return None
     tree: TaskTree = actor.tree
-    tree.seen()
+    asker = parent_of(meta)
+    if asker is not None and tree.parent is not None and asker["taskId"] == tree.parent["taskId"]:
+        tree.seen()
     return tree.meta() or None

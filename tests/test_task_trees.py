@@ -200,7 +200,7 @@ async def test_trees_a_sigkilled_parent_leaves_children_that_cancel_themselves(
     a child whose parent stopped following it cancel itself; its own children follow."""
     c = relays.c
     b = spawn_relay(tmp_path / "b.log", "tok-b2", upstream=c, era=E26,
-                    extra=["--orphan-after", "1"])
+                    extra=["--orphan-after", "3"])
     a: RelayProcess | None = None
     try:
         await trio.to_thread.run_sync(b.wait_serving)
@@ -222,8 +222,7 @@ async def test_trees_a_sigkilled_parent_leaves_children_that_cancel_themselves(
 
 def test_trees_relay_refuses_bad_options() -> None:
     relay = str(Path(__file__).parent.parent / "examples" / "relay_server.py")
-    for args in (["--token", "t"], ["--upstream-token", "t"], ["--http", "nohost"],
-                 ["--era", "2024-01-01"]):
+    for args in (["--token", "t"], ["--era", "2024-01-01"]):
         proc = subprocess.run([sys.executable, relay, *args], capture_output=True, text=True,
                               timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)

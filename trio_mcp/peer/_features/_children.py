@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol, final
 import attrs
 import trio
 
-from ..._errors import METHOD_NOT_FOUND, LocalUsageError, McpError, TrioMcpError
+from ..._errors import INVALID_REQUEST, METHOD_NOT_FOUND, LocalUsageError, McpError, TrioMcpError
 from ..._util import unwrap_group
 from .._messages import (
     CallToolResult,
@@ -54,6 +54,8 @@ log = logging.getLogger("trio_mcp.peer")
 
 #: Seconds a scope left by an exception waits for its children's cancelled state.
 DEFAULT_CANCEL_TIMEOUT: Final = 5.0
+#: Seconds the (shielded) call that creates a child may take.
+CREATE_TIMEOUT: Final = 30.0
 #: The answer type of each question a child may ask.
 _ANSWERS: Final[dict[str, type[Any]]] = {
     "elicitation/create": ElicitResult,
@@ -96,8 +98,14 @@ class _Child:
     handle: TaskHandle[CallToolResult]
     link: ChildLink
     forwarded: bool
+    #: Set when the follower stopped: the child was seen terminal, or it could no
+    #: longer be followed (:attr:`terminal` tells which).
     ended: trio.Event = attrs.field(factory=trio.Event)
+    terminal: bool = False
     wake: trio.Event = attrs.field(factory=trio.Event)
+    #: The follower's own scope, shielded from the parent's cancellation (which must
+    #: still see the child cancelled): cancelled by the scope when it closes.
+    scope: trio.CancelScope = attrs.field(factory=lambda: trio.CancelScope(shield=True))
 
     @property
     def task_id(self) -> str:
@@ -135,6 +143,7 @@ class TaskChildren:
         self._children: list[_Child] = []
         self._cancelling = False
         self._closed = False
+        self._asking: set[trio.CancelScope] = set()
 
     @property
     def _parent_meta(self) -> dict[str, Any]:
@@ -183,16 +192,23 @@ class TaskChildren:
         Raises:
             LocalUsageError: The scope has ended.
             RemoteError, ConnectionClosed: As for :meth:`Peer.call_tool_task`.
+            trio.TooSlowError: No answer within :data:`CREATE_TIMEOUT` seconds.
 
-        Cancellation: as :meth:`Peer.call_tool_task`: a task the server made
-            before the answer arrived is not known to the scope.
+        Cancellation: the call itself is shielded (at most :data:`CREATE_TIMEOUT`
+            seconds), so a task the server makes is always the scope's: the
+            cancellation is raised once the child is registered, and leaving the
+            scope by it cancels the child.
         """
         if self._closed:
             raise LocalUsageError("this children scope has ended: start children inside it")
-        handle = await peer.call_tool_task(
-            name, arguments, ttl=ttl, progress=progress, meta=self._parent_meta
-        )
+        # Shielded: a task the server makes must be known to the scope, or a cancel that
+        # came while the answer was on its way would leave it running unowned.
+        with trio.fail_after(CREATE_TIMEOUT, shield=True):
+            handle = await peer.call_tool_task(
+                name, arguments, ttl=ttl, progress=progress, meta=self._parent_meta
+            )
         if not handle.task_id:  # 2026-07-28: answered at once, no task to follow
+            await trio.lowlevel.checkpoint()
             return handle
         url = peer.info_of(None).get("url")
         link = tree_of(self._task).add_child(handle.task_id, url if isinstance(url, str) else None)
@@ -203,6 +219,7 @@ class TaskChildren:
         if forward:
             peer.task_questions[handle.task_id] = self._forward
         self._nursery.start_soon(self._follow, child)
+        await trio.lowlevel.checkpoint()  # a cancel that came meanwhile: raised now, owned
         return handle
 
     async def _forward(
@@ -213,8 +230,18 @@ class TaskChildren:
         answer_type = _ANSWERS.get(method)
         if answer_type is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:64]}")
+        if self._closed:
+            raise McpError(INVALID_REQUEST, "the parent task no longer follows this task")
         question = {k: v for k, v in params.items() if k not in ("task", "_meta")}
-        answer = await ask_one(self._ctx, method, question, answer_type, key)
+        # Asked in the forwarding request's own task: ended with the scope.
+        with trio.CancelScope() as scope:
+            self._asking.add(scope)
+            try:
+                answer = await ask_one(self._ctx, method, question, answer_type, key)
+            finally:
+                self._asking.discard(scope)
+        if scope.cancelled_caught:
+            raise McpError(INVALID_REQUEST, "the parent task no longer follows this task")
         raw: dict[str, Any] = wire_object(answer)
         return raw
 
@@ -222,31 +249,36 @@ class TaskChildren:
         """``tasks/get`` on the child at its ``pollInterval`` until it ends."""
         interval = max(child.handle.task.poll_interval or 1_000, MIN_POLL_INTERVAL) / 1000
         try:
-            while True:
-                try:
-                    task = await child.peer.get_task(child.task_id, meta=self._parent_meta)
-                except TrioMcpError as exc:
-                    log.info("child task %s no longer followed: %s", child.task_id[:64], exc)
-                    return
-                child.link.observe(task.status.value, task.status_message, task.meta)
-                if task.status.is_terminal:
-                    return
-                if task.poll_interval:
-                    interval = max(task.poll_interval, MIN_POLL_INTERVAL) / 1000
-                wait = MIN_POLL_INTERVAL / 1000 if self._cancelling else interval
-                with trio.move_on_after(wait):
-                    await child.wake.wait()
-                child.wake = trio.Event()
+            with child.scope:
+                await self._poll(child, interval)
         finally:
             child.ended.set()
             if child.forwarded and child.peer.task_questions.get(child.task_id) == self._forward:
                 del child.peer.task_questions[child.task_id]
 
+    async def _poll(self, child: _Child, interval: float) -> None:
+        while True:
+            try:
+                task = await child.peer.get_task(child.task_id, meta=self._parent_meta)
+            except TrioMcpError as exc:
+                log.info("child task %s no longer followed: %s", child.task_id[:64], exc)
+                return
+            child.link.observe(task.status.value, task.status_message, task.meta)
+            if task.status.is_terminal:
+                child.terminal = True
+                return
+            if task.poll_interval:
+                interval = max(task.poll_interval, MIN_POLL_INTERVAL) / 1000
+            wait = MIN_POLL_INTERVAL / 1000 if self._cancelling else interval
+            with trio.move_on_after(wait):
+                await child.wake.wait()
+            child.wake = trio.Event()
+
     async def _cancel_all(self) -> None:
         """``tasks/cancel`` every child still running; wait (bounded) until each ended."""
         self._cancelling = True
         with trio.CancelScope(shield=True), trio.move_on_after(self.cancel_timeout):
-            running = [c for c in self._children if not c.ended.is_set()]
+            running = [c for c in self._children if not c.terminal]
             async with trio.open_nursery() as nursery:
                 for child in running:
                     nursery.start_soon(self._cancel_one, child)
@@ -295,7 +327,10 @@ class TaskChildren:
 
     def _close(self) -> None:
         self._closed = True
+        for scope in self._asking:
+            scope.cancel()
         for child in self._children:
+            child.scope.cancel()
             if child.forwarded and child.peer.task_questions.get(child.task_id) == self._forward:
                 del child.peer.task_questions[child.task_id]
 

@@ -348,3 +348,36 @@ async def _trees_with_random_cancels(count: int, seed: int) -> None:
                 upstream_peer = await hop.upstream.peer()
                 assert upstream_peer.task_questions == {}
                 await until(lambda p=upstream_peer: not p.session.pending._pending)
+
+
+async def test_children_one_trace_over_three_hops() -> None:
+    """The trace is one tree across the hops: every hop's ``tools/call relay`` (sent and
+    served) and the leaf's question are in the client's trace (SEP-414 ``_meta``)."""
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    exporter = InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trio_mcp.configure_tracing(enabled=True, tracer_provider=provider)
+    try:
+        async with chain(E25, E26) as (a, _b, _c):
+            asked: list[dict[str, Any]] = []
+            with provider.get_tracer("test").start_as_current_span("agent") as root:
+                async with trio_mcp.open_http_client(a.url, answering_app(asked),
+                                                     token=a.token) as peer:
+                    handle = await peer.call_tool_task("relay", {"depth": 2, "seconds": 0})
+                    assert (await handle.result()).text.endswith("confirmed")
+    finally:
+        trio_mcp.configure_tracing()
+    spans = exporter.get_finished_spans()
+    trace_id = root.get_span_context().trace_id
+    served = [s for s in spans if s.name == "tools/call relay" and s.kind == SpanKind.SERVER]
+    sent = [s for s in spans if s.name == "tools/call relay" and s.kind == SpanKind.CLIENT]
+    asked_spans = [s for s in spans if s.name == "elicitation/create"]
+    assert len(served) == 3 and len(sent) == 3, [(s.name, s.kind) for s in spans]
+    assert asked_spans
+    for span in [*served, *sent, *asked_spans]:
+        assert span.context.trace_id == trace_id, span.name

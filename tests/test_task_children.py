@@ -9,6 +9,7 @@ Every message these in-process peers send is checked against its era's schema (c
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ import trio
 
 import trio_mcp
 
-from .relay_support import CONFIRM, answering_app, relay_module
+from .relay_support import CONFIRM, answering_app, relay_module, wait_status
 
 E25, E26 = "2025-11-25", "2026-07-28"
 
@@ -69,7 +70,9 @@ async def chain(*eras: str, extra_tools: Callable[[trio_mcp.App], None] | None =
 async def until(check: Callable[[], bool], bound: float = 30) -> None:
     """Wait (polling, at most ``bound`` s) until ``check()``."""
     with trio.fail_after(bound):
-        while not check():
+        while True:
+            if check():
+                return
             await trio.sleep(0.02)
 
 
@@ -87,6 +90,7 @@ def only_child(hop: Hop, task_id: str) -> str:
 async def test_children_a_tool_that_raises_cancels_its_children() -> None:
     asked = trio.Event()
     b_peer: dict[str, trio_mcp.Peer] = {}
+    hop_b: dict[str, Hop] = {}
     child_ids: list[str] = []
 
     def tools(app: trio_mcp.App) -> None:
@@ -97,10 +101,12 @@ async def test_children_a_tool_that_raises_cancels_its_children() -> None:
                 child = await kids.call_tool_task(b_peer["b"], "relay",
                                                   {"depth": 1, "seconds": 0.0})
                 child_ids.append(child.task_id)
-                await asked.wait()
+                await asked.wait()  # C asked: B's child on C is known now
+                child_ids.append(only_child(hop_b["b"], child.task_id))
                 raise RuntimeError("boom")
 
     async with chain(E25, E26, extra_tools=tools) as (a, b, c):
+        hop_b["b"] = b
         # (its App declares elicitation, so that B may ask A: the scope forwards it up)
         async with trio_mcp.open_http_client(b.url, answering_app([]), token=b.token) as to_b:
             b_peer["b"] = to_b
@@ -118,12 +124,11 @@ async def test_children_a_tool_that_raises_cancels_its_children() -> None:
                 handle = await peer.call_tool_task("boom", {})
                 with trio.fail_after(30):
                     final = await handle.wait()
-                    c_task = only_child(b, child_ids[0]) if b.app.registry.running_actor(
-                        child_ids[0]) else None
                 assert final.status.value == "failed"
-                await until(lambda: status_of(b, child_ids[0]) == "cancelled")
-                if c_task is not None:
-                    await until(lambda: status_of(c, c_task) == "cancelled")
+                b_task, c_task = child_ids
+                # Seen with tasks/get on B and C, with the relays' own tokens.
+                await wait_status(b.url, b.token, b_task, "cancelled")
+                await wait_status(c.url, c.token, c_task, "cancelled")
                 await until(lambda: not b.app.registry.running_ids())
                 await until(lambda: not c.app.registry.running_ids())
 
@@ -289,10 +294,8 @@ async def _one_tree(peer: trio_mcp.Peer, rng: random.Random, outcomes: dict[str,
     handle = await peer.call_tool_task("relay", {"depth": 2, "seconds": rng.random() * 0.3})
     if rng.random() < 0.5:
         await trio.sleep(rng.random() * 1.0)
-        try:
+        with contextlib.suppress(trio_mcp.RemoteError):  # already terminal: it finished first
             await handle.cancel()
-        except trio_mcp.RemoteError:
-            pass  # already terminal: it finished first
     final = await handle.wait()
     outcomes[final.status.value] = outcomes.get(final.status.value, 0) + 1
 

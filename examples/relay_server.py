@@ -84,13 +84,18 @@ class Upstream:
             return self._peer
 
     async def _hold(self, *, task_status: trio.TaskStatus[trio_mcp.Peer]) -> None:
+        started = False
         try:
             async with trio_mcp.open_http_client(
                 self.url, self.app, token=self.token, era=self.era
             ) as peer:
                 task_status.started(peer)
+                started = True
                 await trio.sleep_forever()
-        except trio_mcp.TrioMcpError as exc:  # the upstream went away: reopened on next use
+        except trio_mcp.TrioMcpError as exc:
+            if not started:
+                raise  # cannot connect: the tool that asked fails with it
+            # The upstream went away: reopened on next use.
             logging.getLogger("relay").info("upstream connection ended: %s", exc)
 
 
@@ -137,7 +142,12 @@ def build_app(
             raise trio_mcp.McpError(
                 trio_mcp.INVALID_PARAMS, f"depth {depth} needs an --upstream relay"
             )
-        peer = await upstream.peer()
+        try:
+            peer = await upstream.peer()
+        except trio_mcp.ConnectionFailed as exc:
+            raise trio_mcp.McpError(
+                trio_mcp.INTERNAL_ERROR, f"the upstream relay cannot be reached: {exc}"
+            ) from None
         async with ctx.children(url=(whereabouts or {}).get("url")) as kids:
             child = await kids.call_tool_task(
                 peer, "relay", {"depth": depth - 1, "seconds": seconds}

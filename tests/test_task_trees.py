@@ -220,6 +220,24 @@ async def test_trees_a_sigkilled_parent_leaves_children_that_cancel_themselves(
         b.stop()
 
 
+async def test_trees_an_unreachable_upstream_fails_the_task_and_the_relay_stays(
+    tmp_path: Path
+) -> None:
+    a = spawn_relay(tmp_path / "a.log", "tok", extra=["--upstream", "http://127.0.0.1:9/mcp"])
+    try:
+        await trio.to_thread.run_sync(a.wait_serving)
+        async with trio_mcp.open_http_client(a.url, token=a.token) as peer:
+            for _ in range(2):  # and the relay still serves
+                handle = await peer.call_tool_task("relay", {"depth": 1, "seconds": 0})
+                with pytest.raises(trio_mcp.TaskFailed, match="upstream relay cannot be reached"):
+                    await handle.result()
+            answer = await peer.call_tool_task("relay", {"depth": 0, "seconds": 0})
+            result = await answer.result()  # this client declares no elicitation: a tool error
+            assert result.is_error and "elicitation" in result.text
+    finally:
+        a.stop()
+
+
 def test_trees_relay_refuses_bad_options() -> None:
     relay = str(Path(__file__).parent.parent / "examples" / "relay_server.py")
     for args in (["--token", "t"], ["--era", "2024-01-01"]):

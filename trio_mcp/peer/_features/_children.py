@@ -286,15 +286,18 @@ class TaskChildren:
     async def _cancel_one(self, child: _Child) -> None:
         try:
             await child.handle.cancel()
-        except TrioMcpError as exc:  # already terminal (-32602), or the peer is gone
+        except Exception as exc:  # already terminal (-32602), the peer gone, a failed answer
             log.info("tasks/cancel of child %s: %s", child.task_id[:64], exc)
         child.wake.set()
         await child.ended.wait()
 
     async def _wait_all(self) -> None:
-        """Wait until every child ended (the scope left normally)."""
+        """Wait until every child ended (the scope left normally): one ``tasks/get`` now
+        for a child whose result was awaited already."""
         for child in self._children:
-            await child.ended.wait()
+            if not child.ended.is_set():
+                child.wake.set()  # poll now rather than at the next interval
+                await child.ended.wait()
 
     @classmethod
     @contextlib.asynccontextmanager

@@ -31,7 +31,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
 
 def test_examples_are_all_tested() -> None:
     tested = {"task_server", "task_client", "agent_pair", "websocket_server", "traced_server",
-              "everything_server", "cancel_a_task", "http_server", "cluster"}
+              "everything_server", "cancel_a_task", "http_server", "cluster", "relay_server"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == tested
 
 
@@ -69,6 +69,19 @@ def test_examples_agent_pair() -> None:
     assert "result: 3 days in Lisbon: the tram" in out
     assert re.search(r"planner hosted [0-9a-f]{8}: completed", out)
     assert re.search(r"assistant hosted [0-9a-f]{8}: completed", out)
+
+
+def test_examples_relay_server_over_stdio() -> None:
+    """A lone relay (depth 0) over stdio, its question answered by the CLI; chains of relays
+    are tested in test_task_trees.py."""
+    relay = EXAMPLES / "relay_server.py"
+    proc = subprocess.run(
+        [*CLI, "call", "--stdio", f"{sys.executable} {relay}", "relay", "--task", "--args",
+         '{"depth": 0, "seconds": 0}', "--elicit-reply", '{"confirm": true}', "-q"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "relay depth 0: confirmed\n"
 
 
 def test_examples_task_server_over_stdio() -> None:

@@ -53,6 +53,7 @@ from .peer._dialects._modern import CacheHint as CacheHint
 from .peer._features import Caller as Caller
 from .peer._features import RequestContext as RequestContext
 from .peer._features import Role as Role
+from .peer._features import TaskChildren as TaskChildren
 
 # Resources, prompts, completion, logging, roots, elicitation forms.
 from .peer._features._resources import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
@@ -125,6 +126,9 @@ from .peer._session import MessageBus as MessageBus
 from .peer._session import memory_bus_pair as memory_bus_pair
 from .peer._session import open_bus as open_bus
 from .peer._session import run_memory_link as run_memory_link
+from .peer._tasks import META_CHILDREN as TREE_CHILDREN_META
+from .peer._tasks import META_PARENT as TREE_PARENT_META
+from .peer._tasks import META_QUESTION as TREE_QUESTION_META
 from .peer._tasks import IllegalTransition as IllegalTransition
 from .peer._tasks import MemoryTaskStore as MemoryTaskStore
 from .peer._tasks import SqliteTaskStore as SqliteTaskStore
@@ -195,6 +199,9 @@ __all__ = [
     "RELATED_TASK_META",
     "RESOURCE_LIMIT",
     "RESOURCE_NOT_FOUND",
+    "TREE_CHILDREN_META",
+    "TREE_PARENT_META",
+    "TREE_QUESTION_META",
     "URL_ELICITATION_REQUIRED",
     "Annotations",
     "App",
@@ -267,6 +274,7 @@ __all__ = [
     "StreamableHttpApp",
     "Task",
     "TaskCancelled",
+    "TaskChildren",
     "TaskEvent",
     "TaskFailed",
     "TaskHandle",

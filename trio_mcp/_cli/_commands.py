@@ -24,12 +24,20 @@ from typing import Any, Final, final
 import attrs
 import trio
 
-from .._errors import INTERNAL_ERROR, ConnectionClosed, RemoteError, TaskCancelled, TaskFailed
+from .._errors import (
+    INTERNAL_ERROR,
+    ConnectionClosed,
+    RemoteError,
+    TaskCancelled,
+    TaskFailed,
+    TrioMcpError,
+)
 from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
 from ..peer import App, Peer
 from ..peer._dialects._modern_requestor import get_detailed
 from ..peer._messages import CallToolResult, Task, TextContent, from_wire, to_wire
+from ..peer._tasks import META_CHILDREN, META_QUESTION
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED
 from ..transports._stdio import serve_stdio
@@ -279,6 +287,8 @@ def run_tasks(args: argparse.Namespace) -> int:
         status, output = trio.run(partial(_tasks, args, view))
     if isinstance(output, CallToolResult):  # tasks result: printed as call prints it
         _print_result(output, as_json=getattr(args, "json", False))
+    elif isinstance(output, str):  # tasks tree: the drawing
+        print(output)
     elif output is not None:
         print(json.dumps(output, indent=2, ensure_ascii=False))
     return status
@@ -290,6 +300,11 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
             if args.action == "result":
                 return await _task_result(peer, args.task_id)
+            if args.action == "tree":
+                tree = await TaskTreeView(args, view).node(peer, args.task_id, args.http)
+                if getattr(args, "json", False):
+                    return EXIT_OK, tree
+                return EXIT_OK, "\n".join(draw_tree(tree))
             if peer.modern is not None:
                 return await _modern_tasks(peer, args.action, getattr(args, "task_id", None))
             match args.action:
@@ -335,6 +350,99 @@ async def _modern_tasks(peer: Peer, action: str, task_id: str | None) -> tuple[i
         case _:
             assert task_id is not None
             return EXIT_OK, to_wire(await peer.cancel_task(task_id))
+
+
+# --- tasks tree -------------------------------------------------------------------------------
+
+#: Deepest level ``tasks tree`` follows, and most nodes it shows.
+TREE_DEPTH: Final = 8
+TREE_NODES: Final = 200
+
+
+@final
+class TaskTreeView:
+    """``tasks tree``: a task and its remote children across peers, as JSON nodes.
+
+    Each node is what the task's own peer answered to ``tasks/get`` when this
+    client can reach that peer (its URL, with the same ``--token``), else what
+    its parent last saw of it (``"seen": "by its parent"``).
+    """
+
+    def __init__(self, args: argparse.Namespace, view: StatusView) -> None:
+        self.args = args
+        self.view = view
+        self.count = 0
+
+    async def node(self, peer: Peer, task_id: str, url: str | None, depth: int = 0) -> Any:
+        """The node of ``task_id`` on ``peer`` (fetched), with its children."""
+        self.count += 1
+        task = await peer.get_task(task_id)
+        meta = task.meta or {}
+        out: dict[str, Any] = {"taskId": task.task_id, "status": task.status.value,
+                               "seen": "directly"}
+        if url is not None:
+            out["url"] = url
+        if task.status_message is not None:
+            out["statusMessage"] = task.status_message
+        question = meta.get(META_QUESTION)
+        if isinstance(question, dict):
+            out["question"] = question
+        children = meta.get(META_CHILDREN)
+        out["children"] = await self.children(children, depth + 1)
+        return out
+
+    async def children(self, entries: Any, depth: int) -> list[Any]:
+        """The nodes of a snapshot's children list (each fetched where reachable)."""
+        if not isinstance(entries, list) or depth > TREE_DEPTH:
+            return []
+        nodes = []
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("taskId"), str):
+                continue
+            if self.count >= TREE_NODES:
+                break
+            nodes.append(await self.child(entry, depth))
+        return nodes
+
+    async def child(self, entry: dict[str, Any], depth: int) -> Any:
+        """One child: fetched from its own peer if reachable, else its parent's view."""
+        url = entry.get("url")
+        if isinstance(url, str) and url.startswith(("http://", "https://")):
+            fresh = argparse.Namespace(**{**vars(self.args), "http": url, "ws": None,
+                                          "stdio": None, "era": None})
+            try:
+                with trio.fail_after(self.args.timeout or 10):
+                    async with connect(fresh, client_app(fresh, self.view)) as peer:
+                        return await self.node(peer, entry["taskId"], url, depth)
+            except (CliError, TrioMcpError, trio.TooSlowError) as exc:
+                self.view.note(f"child {entry['taskId'][:32]} at {url}: not reachable ({exc})")
+        self.count += 1
+        out = {k: v for k, v in entry.items() if k != "children"}
+        out["seen"] = "by its parent"
+        out["children"] = await self.children(entry.get("children"), depth + 1)
+        return out
+
+
+def draw_tree(node: Any, prefix: str = "", last: bool = True, top: bool = True) -> list[str]:
+    """The lines that draw ``node`` and its children (``tasks tree``'s output)."""
+    parts = [str(node.get("taskId")), str(node.get("status"))]
+    if node.get("statusMessage"):
+        parts.append(repr(node["statusMessage"]))
+    question = node.get("question")
+    if isinstance(question, dict):
+        asked = question.get("message") or ""
+        parts.append(f"question: {question.get('method')} {asked!r}")
+    if node.get("url"):
+        parts.append(f"at {node['url']}")
+    if node.get("seen") == "by its parent":
+        parts.append("(as its parent last saw it)")
+    branch = "" if top else ("└─ " if last else "├─ ")
+    lines = [prefix + branch + "  ".join(parts)]
+    inner = prefix + ("" if top else ("   " if last else "│  "))
+    children = node.get("children") or []
+    for i, child in enumerate(children):
+        lines.extend(draw_tree(child, inner, i == len(children) - 1, top=False))
+    return lines
 
 
 # --- serve-example ----------------------------------------------------------------------------

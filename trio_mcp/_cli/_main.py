@@ -182,6 +182,12 @@ def _task_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task_id", metavar="ID", help="the task's id")
 
 
+def _task_tree(parser: argparse.ArgumentParser) -> None:
+    _task_id(parser)
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the tree as nested JSON instead of drawing it")
+
+
 def _task_result(parser: argparse.ArgumentParser) -> None:
     _task_id(parser)
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -311,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
             ("result", "wait for a task's result and print it as call does (tasks/result; "
                        "in 2026-07-28 by following it with tasks/get)", _task_result),
             ("cancel", "cancel a task (tasks/cancel)", _task_id),
+            ("tree", "a task and its remote children across peers, with their status and "
+                     "pending question (tasks/get, following the children it can reach with "
+                     "the same --token)", _task_tree),
         ],
         help="list, inspect, fetch or cancel a server's tasks",
         description="Inspect the tasks a server holds for this client, printing JSON (result "

@@ -304,9 +304,11 @@ class ModernClient:
         """A handle on a task known only by id."""
         return reattach(self.peer, task_id, result_type)
 
-    async def get_detailed(self, task_id: str) -> tuple[Task, dict[str, Any]]:
-        """One ``tasks/get``: the snapshot and its detail."""
-        return await get_detailed(self.peer, task_id)
+    async def get_detailed(
+        self, task_id: str, meta: dict[str, Any] | None = None
+    ) -> tuple[Task, dict[str, Any]]:
+        """One ``tasks/get`` (``meta``: more ``_meta``): the snapshot and its detail."""
+        return await get_detailed(self.peer, task_id, meta)
 
     async def call_tool(
         self, params: dict[str, Any], progress: ProgressCallback | None

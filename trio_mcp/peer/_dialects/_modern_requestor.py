@@ -34,7 +34,8 @@ from ..._errors import (
     TaskCancelled,
     TaskFailed,
 )
-from .._features._base import PeerCore
+from ..._util import unwrap_group
+from .._features._base import PeerCore, QuestionForwarder
 from .._messages import (
     META_SERVER_INFO,
     CallToolResult,
@@ -170,7 +171,11 @@ class ModernTaskWire:
             with scope:
                 if modern is None:
                     raise RemoteProtocolError("the connection no longer speaks 2026-07-28")
-                responses = await modern.answer(requests, {})
+                forward = self.peer.task_questions.get(task_id)
+                if forward is not None:  # a child's: asked of its parent's requestor
+                    responses = await forward_all(forward, requests)
+                else:
+                    responses = await modern.answer(requests, {})
                 await self.peer.request_raw(
                     "tasks/update", {"taskId": task_id, "inputResponses": responses}
                 )
@@ -212,6 +217,26 @@ class ModernTaskWire:
             scope.cancel()
 
 
+async def forward_all(forward: QuestionForwarder, requests: dict[str, Any]) -> dict[str, Any]:
+    """Ask each of a child task's ``inputRequests`` through ``forward`` (at once); the
+    ``inputResponses``."""
+    responses: dict[str, Any] = {}
+
+    async def one(key: str, request: Any) -> None:
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise RemoteProtocolError(f"input request {str(key)[:64]!r} is malformed")
+        params = request.get("params")
+        responses[key] = await forward(
+            request["method"], params if isinstance(params, dict) else {}, key
+        )
+
+    with unwrap_group():
+        async with trio.open_nursery() as nursery:
+            for key, request in requests.items():
+                nursery.start_soon(one, key, request)
+    return responses
+
+
 def _now() -> str:
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
     return stamp.replace("+00:00", "Z")
@@ -249,10 +274,17 @@ def reattach(peer: PeerCore, task_id: str, result_type: type[R]) -> TaskHandle[R
     return TaskHandle(peer, placeholder, result_type, wire=ModernTaskWire(peer))
 
 
-async def get_detailed(peer: PeerCore, task_id: str) -> tuple[Task, dict[str, Any]]:
-    """One ``tasks/get``: the snapshot and its detail (``inputRequests``, ``result``, ``error``)."""
+async def get_detailed(
+    peer: PeerCore, task_id: str, meta: dict[str, Any] | None = None
+) -> tuple[Task, dict[str, Any]]:
+    """One ``tasks/get`` (``meta``: more ``_meta`` for it): the snapshot and its detail
+    (``inputRequests``, ``result``, ``error``)."""
     wire = ModernTaskWire(peer)
-    task = await wire.get(task_id)
+    if not meta:
+        task = await wire.get(task_id)
+    else:
+        params = {"taskId": task_id, "_meta": dict(meta)}
+        task = wire.adopt(await peer.request_raw("tasks/get", params))
     return task, wire.detail
 
 

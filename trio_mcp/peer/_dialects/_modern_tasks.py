@@ -39,7 +39,7 @@ from .._features._base import PeerCore
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
-from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
+from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work, followed
 from .._tasks._rerun import attempt_meta
 from .._tasks._store import InputAnswer
 from ._era import ModernRequest, Prelude
@@ -230,7 +230,11 @@ async def tasks_get(peer: PeerCore, req: Request) -> dict[str, Any]:
     """``tasks/get``: the detailed task."""
     require_tasks(req)
     record = await _record(peer, req, _task_id(req))
-    return detailed(record, peer.app.registry, await _queued(peer, record))
+    answer = detailed(record, peer.app.registry, await _queued(peer, record))
+    tree = followed(peer.app.registry, record.task_id, (req.params or {}).get("_meta"))
+    if tree is not None:  # its place in a task tree, under our own _meta namespace
+        answer["_meta"] = {**answer.get("_meta", {}), **tree}
+    return answer
 
 
 async def _queued(peer: PeerCore, record: TaskRecord) -> dict[str, dict[str, Any]] | None:

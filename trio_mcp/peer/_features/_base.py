@@ -39,6 +39,10 @@ from .._tasks._rerun import Rerun
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: Asks a child task's question (its method, params and, 2026-07-28, its key) of someone
+#: else and returns the raw answer: how a children scope carries its children's questions up.
+QuestionForwarder = Callable[[str, dict[str, Any], str | None], Awaitable[dict[str, Any]]]
+
 #: Distinguishes this process's connections from an earlier one's: a task of
 #: an anonymous connection, kept by a durable store, can never be reached by a
 #: new connection that happens to get the same number after a restart.
@@ -270,8 +274,11 @@ class ModernRequests(Protocol):
         """A handle on a task known only by id."""
         ...
 
-    async def get_detailed(self, task_id: str) -> tuple[Task, dict[str, Any]]:
-        """One ``tasks/get``: the snapshot and its detail (``inputRequests``, ``result``...)."""
+    async def get_detailed(
+        self, task_id: str, meta: dict[str, Any] | None = None
+    ) -> tuple[Task, dict[str, Any]]:
+        """One ``tasks/get`` (with ``meta`` in its ``_meta``): the snapshot and its detail
+        (``inputRequests``, ``result``...)."""
         ...
 
     async def call_tool(
@@ -294,6 +301,7 @@ class PeerCore:
         protocol_version: The negotiated protocol version.
         instructions: The server's instructions (client role), if it sent any.
         task_waiters: Wake-ups for followed tasks (``notifications/tasks/status``).
+        task_questions: Followed tasks whose questions go elsewhere (``ctx.children()``).
         modern: How requests are sent once a client chose 2026-07-28 (else ``None``).
     """
 
@@ -326,6 +334,9 @@ class PeerCore:
         self.hosted: dict[str, bool] = {}
         self.task_waiters = StatusWaiters()
         self.session.on_close.append(self.task_waiters.close)
+        #: Followed task id -> who answers its questions instead of the App's handlers
+        #: (set by a ``ctx.children()`` scope for the children it forwards).
+        self.task_questions: dict[str, QuestionForwarder] = {}
         self.modern: ModernRequests | None = None
 
     def __repr__(self) -> str:

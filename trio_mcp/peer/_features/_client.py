@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from ..._errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from .._messages import (
+    RELATED_TASK_META,
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
@@ -21,7 +22,7 @@ from .._messages import (
     wire_object,
 )
 from .._tasks import TaskActor
-from ._base import AppView, PeerCore, Role
+from ._base import AppView, PeerCore, QuestionForwarder, Role
 from ._context import RequestContext
 from ._task_receiver import create_task, hosts
 
@@ -49,6 +50,16 @@ class ClientFeatures(PeerCore):
             caps["tasks"] = {"requests": requests}
         return caps
 
+    def _forwarder(self, req: Request) -> QuestionForwarder | None:
+        """Who answers ``req`` instead of the App's handler: the children scope of the
+        task it relates to (its related-task ``_meta``), if one forwards its questions."""
+        if not self.task_questions:
+            return None
+        meta = (req.params or {}).get("_meta")
+        related = meta.get(RELATED_TASK_META) if isinstance(meta, dict) else None
+        task_id = related.get("taskId") if isinstance(related, dict) else None
+        return self.task_questions.get(task_id) if isinstance(task_id, str) else None
+
     async def _on_sampling(self, req: Request) -> Any:
         return await self._on_client_request(req, self.app.sampling_handler, CreateMessageParams)
 
@@ -69,6 +80,9 @@ class ClientFeatures(PeerCore):
         """Answer a server-to-client request (sampling, elicitation), as a task if asked."""
         if self.role is not Role.CLIENT or handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        forward = self._forwarder(req)
+        if forward is not None:  # a question of a child task: asked of its parent's requestor
+            return await forward(req.method, dict(req.params or {}), None)
         params = from_wire(req.params or {}, params_type)
         task: TaskMetadata | None = getattr(params, "task", None)
         meta: dict[str, Any] | None = getattr(params, "meta", None)

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, final
 
 import trio
@@ -31,6 +32,7 @@ from .._messages import (
 )
 from .._tasks import TaskActor, TaskConnection
 from ._base import Caller, PeerCore
+from ._children import DEFAULT_CANCEL_TIMEOUT, TaskChildren
 from ._dialect import Dialect
 from ._logging import Logging
 from ._questions import ask_all, ask_one
@@ -356,6 +358,43 @@ class RequestContext:
         if self._task is not None and self.dialect is not None:
             self.dialect.start_task(self._task)
         await trio.lowlevel.checkpoint()
+
+    def children(
+        self,
+        *,
+        forward_questions: bool = True,
+        cancel_timeout: float = DEFAULT_CANCEL_TIMEOUT,
+        url: str | None = None,
+    ) -> AbstractAsyncContextManager[TaskChildren]:
+        """Open a scope for this task's children on other peers.
+
+        ``async with ctx.children() as kids: handle = await kids.call_tool_task(peer,
+        name, args)``: the tasks started through ``kids`` belong to this task. Leaving
+        the scope by an exception (this task cancelled, its tool raising) sends
+        ``tasks/cancel`` to every child still running and waits, at most
+        ``cancel_timeout`` seconds (shielded), until each is seen terminal; leaving
+        it normally waits for the children to end. A child's failure raises where
+        its result is awaited. Tasks started outside such a scope stay detached.
+
+        Args:
+            forward_questions: Ask the children's questions (elicitation,
+                sampling, roots) of this task's own requestor, in this task's era
+                (the task goes ``input_required``), and send the answers down.
+            cancel_timeout: Seconds to wait for the children's cancelled state.
+            url: This side's endpoint URL, named to the children as their parent's
+                (shown by their ``tasks/get`` and ``trio-mcp tasks tree``).
+
+        Raises:
+            LocalUsageError: The request is not running as a task.
+
+        Cancellation: see above; the children are cancelled, the wait shielded.
+        """
+        if self._task is None:
+            raise LocalUsageError("ctx.children() needs a tool running as a task")
+        return TaskChildren.open(
+            self, self._task, forward_questions=forward_questions,
+            cancel_timeout=cancel_timeout, url=url,
+        )
 
     async def ask_all(
         self, questions: dict[str, ElicitParams | CreateMessageParams | None]

@@ -8,6 +8,7 @@ is checked against the requestor's context and rate limit.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from .._messages import (
     task_id_param,
 )
 from .._session import Reply
-from .._tasks import TaskActor
+from .._tasks import TaskActor, followed, parent_of, tree_of, watch_orphan
 from .._tasks._rerun import ADOPTING, RerunTicket, attempt_meta
 from ._base import AppView, PeerCore
 from ._scopes import check_task_scopes
@@ -69,6 +70,18 @@ async def create_task(
         actor.pulled = req.dialect.task_questions()
         if actor.record.attempt > 1:  # a re-run: keys of its own
             actor.pulled.key_prefix = f"a{actor.record.attempt}."
+    parent = parent_of(request_meta)
+    if parent is not None:  # a child of another peer's task (``ctx.children()``)
+        tree_of(actor).parent = parent
+        after = registry.limits.orphan_after
+        if after is not None:
+            task_id = actor.task_id
+
+            async def orphaned() -> None:
+                with contextlib.suppress(McpError):  # ended meanwhile
+                    await registry.cancel(owner, task_id)
+
+            actor.wrap_work(watch_orphan(after / 1000, orphaned))
     if req.dialect is not None:  # the era's CreateTaskResult
         return Reply(req.dialect.task_created(actor.record, result_meta), actor.launch)
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
@@ -129,7 +142,11 @@ class TaskReceiver(PeerCore):
         registry.check_rate(owner)
         record = await registry.record(owner, task_id)
         answer = record.wire()
-        if (meta := attempt_meta(record)) is not None:  # a re-runnable task: its attempt
+        meta = attempt_meta(record)  # a re-runnable task: its attempt
+        tree = followed(registry, task_id, (req.params or {}).get("_meta"))
+        if tree is not None:  # its place in a task tree, under our own _meta namespace
+            meta = {**(meta or {}), **tree}
+        if meta is not None:
             answer["_meta"] = meta
         return answer
 

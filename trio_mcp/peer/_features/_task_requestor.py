@@ -65,8 +65,11 @@ class TaskRequestor(PeerCore):
         """
         return self.task_handle(task_id, result_type)
 
-    async def get_task(self, task_id: str) -> Task:
+    async def get_task(self, task_id: str, *, meta: dict[str, Any] | None = None) -> Task:
         """``tasks/get``: the state of a task hosted by the other side.
+
+        ``meta``: more ``_meta`` for the request (a children scope names the
+        parent task there: its sign of life, see ``TaskLimits.orphan_after``).
 
         Raises:
             RemoteError: -32602 for an unknown or expired task.
@@ -79,9 +82,12 @@ class TaskRequestor(PeerCore):
         Cancellation: sends ``notifications/cancelled``; the task is unaffected.
         """
         if self.modern is not None:
-            task, _ = await self.modern.get_detailed(task_id)
+            task, _ = await self.modern.get_detailed(task_id, meta)
             return task
-        return await self.request("tasks/get", {"taskId": task_id}, Task)
+        params: dict[str, Any] = {"taskId": task_id}
+        if meta:
+            params["_meta"] = dict(meta)
+        return await self.request("tasks/get", params, Task)
 
     async def task_result(self, task_id: str) -> dict[str, Any]:
         """``tasks/result`` as raw JSON (blocks until the task is terminal).

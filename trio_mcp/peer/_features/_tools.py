@@ -325,6 +325,7 @@ class Tools(PeerCore):
         *,
         ttl: int | None = None,
         progress: ProgressCallback | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> TaskHandle[CallToolResult]:
         """Call a tool as a task; return at once with a handle to follow it.
 
@@ -349,6 +350,8 @@ class Tools(PeerCore):
                 do not travel (a trio-mcp server shows its ``message``, else
                 ``"progress/total"``), and updates between two polls are
                 missed (at most one per ``pollInterval``).
+            meta: More ``_meta`` for the request (e.g. the parent task a
+                ``ctx.children()`` scope names).
 
         Raises:
             LocalUsageError: The server did not declare task support for
@@ -363,6 +366,8 @@ class Tools(PeerCore):
         """
         if self.modern is not None:
             params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
+            if meta:
+                params_wire["_meta"] = dict(meta)
             raw = await self.request_raw("tools/call", params_wire, progress=progress)
             return self.modern.task_handle(raw, CallToolResult, progress)
         if not task_capability(self.remote_server_capabilities, "tools/call"):
@@ -373,9 +378,11 @@ class Tools(PeerCore):
         params = to_wire(CallToolParams(name=name, arguments=arguments, task=TaskMetadata(ttl)))
         params["task"] = {} if ttl is None else {"ttl": ttl}
         token = None
+        if meta:
+            params["_meta"] = dict(meta)
         if progress is not None:
             token = self.register_progress(progress)
-            params["_meta"] = {"progressToken": token}
+            params["_meta"] = {**params.get("_meta", {}), "progressToken": token}
         try:
             raw = await self.request_raw("tools/call", params)
         except BaseException:

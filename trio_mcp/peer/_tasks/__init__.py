@@ -23,3 +23,12 @@ from ._store import MemoryTaskStore as MemoryTaskStore
 from ._store import TaskOutcome as TaskOutcome
 from ._store import TaskRecord as TaskRecord
 from ._store import TaskStore as TaskStore
+from ._tree import META_CHILDREN as META_CHILDREN
+from ._tree import META_PARENT as META_PARENT
+from ._tree import META_QUESTION as META_QUESTION
+from ._tree import ChildLink as ChildLink
+from ._tree import TaskTree as TaskTree
+from ._tree import followed as followed
+from ._tree import parent_of as parent_of
+from ._tree import tree_of as tree_of
+from ._tree import watch_orphan as watch_orphan

@@ -19,6 +19,7 @@ from ._pull import PulledInputs
 from ._shared import InputRelay
 from ._state import TaskEvent
 from ._store import TaskOutcome, TaskRecord
+from ._tree import TaskTree
 
 log = logging.getLogger("trio_mcp.tasks")
 
@@ -135,6 +136,8 @@ class TaskActor:
     pulled: PulledInputs | None = None
     #: With tracing on: the work's span (``trio_mcp._telemetry._calls.TaskTrace``).
     trace: Any = None
+    #: Its place in a task tree across peers (parent, remote children), if any.
+    tree: TaskTree | None = None
 
     def _input_channel(self) -> _InputChannel:
         if self._inputs is None:
@@ -280,6 +283,7 @@ class TaskActor:
         # Pulled: posted first, so the input_required status shows the question.
         posted = self.pulled.post(method, params, key) if self.pulled is not None else None
         self._pending_inputs += 1
+        shown = self.tree.asking(method, params) if self.tree is not None else None
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         if self.trace is not None:
@@ -311,6 +315,8 @@ class TaskActor:
             return item.result, item.peer
         finally:
             self._pending_inputs -= 1
+            if shown is not None and self.tree is not None:
+                self.tree.answered(shown)
             if self._pending_inputs == 0 and self.record.status is TaskStatus.INPUT_REQUIRED:
                 self.registry.transition(self, TaskEvent.INPUT_GIVEN)
                 if self.trace is not None:

@@ -36,6 +36,11 @@ class TaskLimits:
         rate_per_second: ``tasks/*`` operations one context may make per
             second, on average (a token bucket); ``None`` disables the limit.
         rate_burst: The bucket's size: how many operations may come at once.
+        orphan_after: Opt-in (``None``: off). A task created as the child of
+            another peer's task (its request named a parent, as
+            ``ctx.children()`` does) is cancelled when its parent's children
+            scope stopped following it (no ``tasks/get`` naming the parent) for
+            this long: the parent's process died without cancelling it.
     """
 
     default_ttl: int | None = 300_000
@@ -46,6 +51,7 @@ class TaskLimits:
     page_size: int = 100
     rate_per_second: float | None = None
     rate_burst: int = 200
+    orphan_after: int | None = None
 
 
 #: Rate buckets kept before the first sweep of full (idle) ones.

@@ -22,7 +22,7 @@ import trio
 
 import trio_mcp
 
-from .relay_support import CONFIRM, answering_app, relay_module, wait_status
+from tests.relay_support import CONFIRM, answering_app, relay_module, wait_status
 
 E25, E26 = "2025-11-25", "2026-07-28"
 

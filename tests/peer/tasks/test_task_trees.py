@@ -25,7 +25,7 @@ import trio
 
 import trio_mcp
 
-from .relay_support import (
+from tests.relay_support import (
     RelayProcess,
     answering_app,
     descendants,

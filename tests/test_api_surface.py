@@ -47,7 +47,8 @@ def test_sharp_help_of_app_is_short() -> None:
     """The API and its docstrings only: no attrs machinery, no slots of inner state, no
     private module names, and a signature without attrs' ``NOTHING``."""
     text = pydoc.render_doc(trio_mcp.App, renderer=pydoc.plaintext)
-    assert len(text.splitlines()) < 380, len(text.splitlines())  # was 452, 396 when filed
+    # was 452, 396 when filed; 377 before run_worker(), drain() and rerun= (issue 32) added theirs
+    assert len(text.splitlines()) < 410, len(text.splitlines())
     for private in ("_runner", "peer._features", "_app_server", "_app_client", "__attrs_",
                     "__setattr__", "__match_args__", "Data descriptors", "NOTHING"):
         assert private not in text, private

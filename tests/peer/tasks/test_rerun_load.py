@@ -36,7 +36,7 @@ from trio_mcp import TaskStatus
 
 from tests.helpers import free_port
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "task_server.py"
 LEASE = 2
 TOKEN = "s3cret"
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)

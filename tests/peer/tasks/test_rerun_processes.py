@@ -27,7 +27,7 @@ from trio_mcp import TaskStatus
 
 from tests.helpers import serving
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "task_server.py"
 LEASE = 2  # seconds: short, so a SIGKILL is noticed quickly
 TOKEN = "s3cret"  # every client is the same identity, whichever process it reaches
 
@@ -295,7 +295,7 @@ async def test_sqlite_restart_runs_a_rerunnable_working_task_again_in_the_new_pr
     assert [att for att, _ in runs(log)[resumable.task_id]] == [1, 2]
 
 
-QUESTION_SERVER = Path(__file__).resolve().parent / "rerun_server.py"
+QUESTION_SERVER = Path(__file__).resolve().parents[2] / "rerun_server.py"
 
 
 @asynccontextmanager

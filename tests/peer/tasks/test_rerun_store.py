@@ -26,7 +26,7 @@ from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 
 from tests.shared_store_support import opened, record
 
-CLAIMER = Path(__file__).resolve().parent / "rerun_claimer.py"
+CLAIMER = Path(__file__).resolve().parents[2] / "rerun_claimer.py"
 LEASE = 1.0
 
 

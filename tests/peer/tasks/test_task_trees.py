@@ -116,7 +116,7 @@ async def test_trees_the_leafs_question_reaches_the_client_as_as_input_required(
 
 async def test_trees_a_over_stdio(relays: Relays) -> None:
     b = relays.b[E26]
-    command = [sys.executable, str(Path(__file__).parent.parent / "examples" / "relay_server.py"),
+    command = [sys.executable, str(Path(__file__).parents[3] / "examples" / "relay_server.py"),
                "--upstream", b.url, "--upstream-token", b.token]
     asked: list[dict[str, Any]] = []
     with trio.fail_after(60):
@@ -239,7 +239,7 @@ async def test_trees_an_unreachable_upstream_fails_the_task_and_the_relay_stays(
 
 
 def test_trees_relay_refuses_bad_options() -> None:
-    relay = str(Path(__file__).parent.parent / "examples" / "relay_server.py")
+    relay = str(Path(__file__).parents[3] / "examples" / "relay_server.py")
     for args in (["--token", "t"], ["--era", "2024-01-01"]):
         proc = subprocess.run([sys.executable, relay, *args], capture_output=True, text=True,
                               timeout=60)

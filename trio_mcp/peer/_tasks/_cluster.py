@@ -51,7 +51,7 @@ from ._ledger import (
     live_cap_reached,
     owned,
 )
-from ._rerun import RerunStore
+from ._rerun import RerunStore, rerun_store
 from ._shared import store_unavailable
 from ._state import TaskEvent
 from ._store import CapReached, InputAnswer, InputItem, TaskRecord, TaskStore, now_iso
@@ -122,8 +122,8 @@ class Cluster:
             await nursery.start(self._creates.run)
             nursery.start_soon(self._writer)
             nursery.start_soon(self._heartbeat)
-            if isinstance(self.store, RerunStore):
-                nursery.start_soon(self._claimer, self.store)
+            if (reruns := rerun_store(self.store)) is not None:
+                nursery.start_soon(self._claimer, reruns)
             task_status.started()
 
     # --- creating ------------------------------------------------------------------------
@@ -325,8 +325,8 @@ class Cluster:
     async def hand_off(self, task_ids: list[str]) -> None:
         """Give these local re-runnable tasks to the other processes at once (a drain):
         queued in the store, then their actors here stopped without a status change."""
-        store = self.store
-        if not task_ids or not isinstance(store, RerunStore):
+        store = rerun_store(self.store)
+        if not task_ids or store is None:
             return
         await self.settle()
         await store.requeue(task_ids, count=True, spend=False)

@@ -238,6 +238,12 @@ class RedisTaskStore:
     def __repr__(self) -> str:
         return f"RedisTaskStore({self.url!r}, instance={self.instance!r})"
 
+    @property
+    def reruns(self) -> bool:
+        """Queues and claims re-runnable tasks on one Redis node; not yet on Redis Cluster
+        (its queue is one sorted set across the tasks' slots)."""
+        return not self.cluster
+
     # --- calls -------------------------------------------------------------------------
 
     async def _do(self, call: Callable[[Any], Awaitable[T]]) -> T:

@@ -45,7 +45,7 @@ from ._connection import TaskConnection
 from ._ledger import TaskLedger, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._open import open_task_store
-from ._rerun import ADOPTING, QUEUED_MESSAGE, RerunHost, RerunStore, RerunTicket
+from ._rerun import ADOPTING, QUEUED_MESSAGE, RerunHost, RerunTicket, rerun_store
 from ._solo import Solo
 from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore
 
@@ -224,8 +224,8 @@ class TaskRegistry(TaskLedger):
             return self._adopt(adopted, work, progress_token)
         record = self.new_record(owner, method, requested_ttl)
         record.rerun = rerun
-        store = self.store
-        if not self.run_tasks and rerun is not None and isinstance(store, RerunStore):
+        store = rerun_store(self.store)
+        if not self.run_tasks and rerun is not None and store is not None:
             # A front: stored, then queued for the workers; no actor runs here.
             record.status_message = QUEUED_MESSAGE
             await self.side.create(record, self.limits.max_live_per_requestor)

@@ -166,6 +166,11 @@ NO_WORKER_MESSAGE: Final = "queued: no worker process is alive to run it"
 class RerunStore(Protocol):
     """What a shared store does to hand tasks between processes (Redis, PostgreSQL)."""
 
+    @property
+    def reruns(self) -> bool:
+        """Whether this store queues and claims tasks (False: Redis Cluster, for now)."""
+        ...
+
     async def requeue(
         self,
         task_ids: Collection[str],
@@ -199,6 +204,15 @@ class RerunStore(Protocol):
     async def set_worker(self, worker: bool) -> None:
         """Say whether this process runs queued task work (counted as a live worker)."""
         ...
+
+
+def rerun_store(store: object) -> RerunStore | None:
+    """``store`` as a :class:`RerunStore` when it can hand tasks between processes; else
+    None (memory and SQLite, used by one process; a Redis Cluster, whose tasks still
+    fail when their process stops)."""
+    if isinstance(store, RerunStore) and store.reruns:
+        return store
+    return None
 
 
 class RerunHost(Protocol):

@@ -384,3 +384,65 @@ async def test_children_one_trace_over_three_hops() -> None:
     assert asked_spans
     for span in [*served, *sent, *asked_spans]:
         assert span.context.trace_id == trace_id, span.name
+
+
+@pytest.mark.parametrize(
+    ("client_era", "hop_era", "upstream_hosts_tasks"),
+    [(E25, E25, True), (E26, E26, False), (E26, E25, True), (E25, E26, False)],
+)
+async def test_children_a_childs_sampling_travels_up(
+    client_era: str, hop_era: str, upstream_hosts_tasks: bool
+) -> None:
+    """``sampling/createMessage`` too, in every pairing of eras, also when the parent's side
+    hosts the child's sampling as a task (2025-11-25: the child asks for one)."""
+    quick = trio_mcp.TaskLimits(poll_interval=100)
+    leaf = trio_mcp.App("leaf", limits=quick)
+
+    @leaf.tool(task_support="required")
+    async def summarize(ctx: trio_mcp.RequestContext, text: str) -> str:
+        """Ask the requestor's model."""
+        reply = await ctx.sample(f"summarize: {text}", key="model")
+        return f"leaf: {reply.text}"
+
+    below: dict[str, trio_mcp.Peer] = {}
+    top = trio_mcp.App("top", limits=quick)
+
+    @top.tool(task_support="required")
+    async def delegate(ctx: trio_mcp.RequestContext, text: str) -> str:
+        """Have the leaf summarize, as a child task."""
+        async with ctx.children() as kids:
+            child = await kids.call_tool_task(below["leaf"], "summarize", {"text": text})
+            return f"top <- {(await child.result()).text}"
+
+    upstream_app = trio_mcp.App("top-upstream", host_tasks=upstream_hosts_tasks, limits=quick)
+
+    @upstream_app.on_sampling
+    async def never(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.CreateMessageParams
+    ) -> trio_mcp.CreateMessageResult:
+        raise AssertionError("forwarded questions do not reach the upstream App's handler")
+
+    client = trio_mcp.App("person")
+    prompts: list[str] = []
+
+    @client.on_sampling
+    async def model(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.CreateMessageParams
+    ) -> trio_mcp.CreateMessageResult:
+        prompts.append(params.messages[0].content["text"])
+        return trio_mcp.CreateMessageResult(
+            role="assistant", content={"type": "text", "text": "short"}, model="m"
+        )
+
+    async with trio.open_nursery() as nursery:
+        leaf_at = await nursery.start(partial(trio_mcp.serve_http, leaf, "127.0.0.1", 0))
+        top_at = await nursery.start(partial(trio_mcp.serve_http, top, "127.0.0.1", 0))
+        async with trio_mcp.open_http_client(leaf_at.url, upstream_app, era=hop_era) as to_leaf:
+            below["leaf"] = to_leaf
+            async with trio_mcp.open_http_client(top_at.url, client, era=client_era) as peer:
+                handle = await peer.call_tool_task("delegate", {"text": "a long text"})
+                with trio.fail_after(30):
+                    result = await handle.result()
+        nursery.cancel_scope.cancel()
+    assert result.text == "top <- leaf: short"
+    assert prompts == ["summarize: a long text"]

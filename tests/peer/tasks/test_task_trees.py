@@ -114,13 +114,15 @@ async def test_trees_the_leafs_question_reaches_the_client_as_as_input_required(
         assert asked[0]["meta"][trio_mcp.RELATED_TASK_META]["taskId"] == a_task
 
 
-async def test_trees_a_over_stdio(relays: Relays) -> None:
+@pytest.mark.parametrize("client_era", [E25, E26])
+async def test_trees_a_over_stdio(relays: Relays, client_era: str) -> None:
     b = relays.b[E26]
     command = [sys.executable, str(Path(__file__).parents[3] / "examples" / "relay_server.py"),
                "--upstream", b.url, "--upstream-token", b.token]
     asked: list[dict[str, Any]] = []
     with trio.fail_after(60):
-        async with trio_mcp.open_stdio_client(command, answering_app(asked)) as peer:
+        async with trio_mcp.open_stdio_client(command, answering_app(asked),
+                                              era=client_era) as peer:
             handle = await peer.call_tool_task("relay", {"depth": 2, "seconds": 1.0})
             result = await handle.result()
     assert result.text == DONE

@@ -80,18 +80,21 @@ class ClientFeatures(PeerCore):
         """Answer a server-to-client request (sampling, elicitation), as a task if asked."""
         if self.role is not Role.CLIENT or handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        # A question of a child task (``ctx.children()``): asked of its parent's requestor.
         forward = self._forwarder(req)
-        if forward is not None:  # a question of a child task: asked of its parent's requestor
-            return await forward(req.method, dict(req.params or {}), None)
         params = from_wire(req.params or {}, params_type)
         task: TaskMetadata | None = getattr(params, "task", None)
         meta: dict[str, Any] | None = getattr(params, "meta", None)
         if task is not None and hosts(self, req.method):
 
             async def work(actor: TaskActor) -> dict[str, Any]:
+                if forward is not None:
+                    return await forward(req.method, dict(req.params or {}), None)
                 return wire_object(await handler(RequestContext(self, req.id, meta, actor), params))
 
             return await create_task(self, req, task, meta, work)
+        if forward is not None:
+            return await forward(req.method, dict(req.params or {}), None)
         return await handler(RequestContext(self, req.id, meta), params)
 
     async def create_message(self, params: CreateMessageParams) -> CreateMessageResult:

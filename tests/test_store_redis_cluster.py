@@ -208,3 +208,10 @@ async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
                     except McpError:
                         await trio.sleep(0.1)
             assert [r.task_id for r in got] == ids
+            # the restarted master lost the scripts (not persisted): loaded again
+            back = [r for r in got if r.task_id in on_down]
+            done = [attrs.evolve(r, status=TaskStatus.COMPLETED) for r in back]
+            assert await store.update(done[0]) is True
+            assert await store.update_many(done[1:]) == [True] * (len(done) - 1)
+            page, _ = await store.page("alice", 0, 100)
+            assert {r.task_id for r in page if r.status is TaskStatus.COMPLETED} == on_down

@@ -113,6 +113,16 @@ async def test_redis_cluster_heals_what_a_process_left_between_two_steps(
         assert not await client.sismember(keys.live("alice"), "done")
         with pytest.raises(CapReached):
             await a.create(_record("fourth"), max_live=2)
+        # a terminal write whose answer was lost (its next steps not done) sent again:
+        # applied once, and the next steps done this time
+        third = await a.get("third")
+        finished = attrs.evolve(third, status=TaskStatus.COMPLETED, outcome={"content": []})
+        assert await a.update(finished) is True
+        await client.sadd(keys.live("alice"), ["third"])
+        await client.sadd(keys.runs(a.instance), ["third"])
+        assert await a.update(finished) is True
+        assert not await client.sismember(keys.live("alice"), "third")
+        assert not await client.sismember(keys.runs(a.instance), "third")
 
         # b dies between the steps of two creates: "b-ghost" enlisted in its runs set
         # (step 1) with no hash yet, "b-half" enlisted and written (step 2), not admitted

@@ -27,8 +27,9 @@ def running_postgres(folder: Path) -> Iterator[str]:
     try:
         import psycopg  # noqa: F401
 
-        from tests import postgres_server as pg
         from trio_mcp.peer._tasks import _postgres  # noqa: F401
+
+        from tests import postgres_server as pg
     except ImportError as exc:
         raise RuntimeError(f"psycopg, PostgresTaskStore or its test helper missing ({exc})") from None
     if pg.PG_BIN is None:

@@ -47,7 +47,7 @@ import pytest
 
 import trio_mcp
 
-from .helpers import ROOT
+from tests.helpers import ROOT
 
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts and "_intersphinx" not in p.parts)

@@ -15,7 +15,7 @@ import pytest
 
 import trio_mcp
 
-from .http_support import TOKENS, Raw, http_client, messages_of, serving
+from tests.http_support import TOKENS, Raw, http_client, messages_of, serving
 
 pytestmark = pytest.mark.timeout(60)
 

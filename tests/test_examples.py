@@ -15,8 +15,8 @@ import trio_websocket
 
 import trio_mcp
 
-from .helpers import EXAMPLES, ROOT, TASK_SERVER, free_port
-from .redis_server import require_redis
+from tests.helpers import EXAMPLES, ROOT, TASK_SERVER, free_port
+from tests.redis_server import require_redis
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -144,7 +144,7 @@ def test_examples_websocket_server(websocket_server: str) -> None:
 
 
 async def test_examples_everything_server_over_websocket() -> None:
-    """``everything_server.py --ws``; over stdio it runs in tests/test_features.py."""
+    """``everything_server.py --ws``; over stdio it runs in tests/peer/features/test_features.py."""
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"
     argv = [sys.executable, str(EXAMPLES / "everything_server.py"), "--ws", f"127.0.0.1:{port}"]

@@ -41,9 +41,9 @@ from trio_mcp.peer._messages._jsonrpc import ErrorResponse, Notification, Reques
 from trio_mcp.peer._session import _outbound, memory_bus_pair, open_bus, run_memory_link
 from trio_mcp.peer._session import _session as _session_module
 
-from .fuzz_wire import StdioTarget
-from .helpers import ROOT, client_app
-from .reliability.apps import build_fuzz_app, trio_task_count
+from tests.fuzz_wire import StdioTarget
+from tests.helpers import ROOT, client_app
+from tests.reliability.apps import build_fuzz_app, trio_task_count
 
 pytestmark = pytest.mark.timeout(90)
 TOKENS = {"token-alice": "alice", "token-bob": "bob"}

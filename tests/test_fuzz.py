@@ -43,10 +43,10 @@ from trio_mcp.peer._messages._jsonrpc import Request, _dumps, decode_message
 from trio_mcp.peer._session import _outbound, open_bus
 from trio_mcp.peer._tasks._state import TRANSITIONS
 
-from .conftest import RECORDED
-from .fuzz_wire import SENTINEL, MemoryTarget, StdioTarget, Target
-from .raw import open_raw
-from .reliability.apps import trio_task_count
+from tests.conftest import RECORDED
+from tests.fuzz_wire import SENTINEL, MemoryTarget, StdioTarget, Target
+from tests.raw import open_raw
+from tests.reliability.apps import trio_task_count
 
 KINDS = ("memory", "stdio")
 PARSE, INVALID = trio_mcp.PARSE_ERROR, trio_mcp.INVALID_REQUEST

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 
-from .helpers import ROOT, TASK_SERVER
+from tests.helpers import ROOT, TASK_SERVER
 
 #: The libraries a stdio peer never uses: Streamable HTTP's client and servers (httpx,
 #: h11, hypercorn), WebSocket (trio_websocket, wsproto), the CLI's terminal (rich, and

@@ -9,7 +9,7 @@ import tomllib
 
 from trio_mcp._cli._main import EPILOG
 
-from .helpers import ROOT
+from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -33,8 +33,9 @@ def test_readme_says_the_first_test_run_installs_the_interop_peers() -> None:
 
 def test_readme_not_interop_selects_no_interop_test() -> None:
     proc = subprocess.run(
+        # -n 0: one process collects (the default -n 4 would start four workers to do it).
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", "not interop"],
+         "-n", "0", "-m", "not interop"],
         capture_output=True, text=True, cwd=ROOT, timeout=110,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

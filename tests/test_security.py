@@ -25,9 +25,9 @@ from trio_mcp import TaskStatus
 from trio_mcp._util import unwrap_group
 from trio_mcp.peer._session import _outbound
 
-from .conftest import _record
-from .helpers import ROOT, client_app
-from .reliability.apps import INTERNAL_PATH, build_fuzz_app
+from tests.conftest import _record
+from tests.helpers import ROOT, client_app
+from tests.reliability.apps import INTERNAL_PATH, build_fuzz_app
 
 pytestmark = pytest.mark.timeout(60)
 TOKENS = {"token-alice": "alice", "token-bob": "bob", "token-alice-2": "alice"}

@@ -22,15 +22,15 @@ from trio_mcp.peer._messages import TaskStatus
 from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 from trio_mcp.peer._tasks._store import CapReached, InputAnswer, InputItem
 
-from .redis_cluster import (
+from tests.redis_cluster import (
     RedisCluster,
     cluster_store_url,
     require_redis_cluster,
     running_redis_cluster,
 )
-from .redis_server import require_redis
-from .shared_store_support import opened
-from .shared_store_support import record as _record
+from tests.redis_server import require_redis
+from tests.shared_store_support import opened
+from tests.shared_store_support import record as _record
 
 
 def _store(url: str, **kwargs: Any) -> Any:

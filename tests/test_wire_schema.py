@@ -18,9 +18,9 @@ import pytest
 import trio_mcp
 from trio_mcp.peer._session import _outbound
 
-from .everything import connect_everything, feature_client
-from .helpers import client_app, example_app
-from .wire_schema import related_task_problems, wire_schema
+from tests.everything import connect_everything, feature_client
+from tests.helpers import client_app, example_app
+from tests.wire_schema import related_task_problems, wire_schema
 
 #: Definitions the check must meet in a task conversation and one of every feature.
 COVERED = ("#CreateTaskResult", "GetTaskRequest", "#GetTaskResult",

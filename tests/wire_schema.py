@@ -30,7 +30,7 @@ import jsonschema
 import trio_mcp
 
 from .helpers import SCHEMA_PATH
-from .test_modern_server import (
+from .modern_wire import (
     PV,
     TASK_REQUEST_DEF,
     conforms,
@@ -102,7 +102,7 @@ class WireSchema:
         self.schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
         #: 2025-11-25: method -> the definition of its request or notification.
         self.by_method = self._methods(self.schema)
-        from .test_modern_server import SCHEMA_2026
+        from .modern_wire import SCHEMA_2026
 
         #: 2026-07-28: the same.
         self.modern_by_method = self._methods(

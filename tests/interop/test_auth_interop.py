@@ -87,7 +87,7 @@ def test_mcp230_deviation_requires_an_authorization_endpoint(mcp230: Path) -> No
     the authorization endpoint": against a ``client_credentials``-only authorization server
     that omits it (and keeps its token endpoint off ``/token``), the SDK's client-credentials
     flow finds no token endpoint. Ours (``ClientCredentials``) gets its token from the same
-    server (``tests/test_auth.py::test_auth_client_credentials_only_authorization_server``)."""
+    server (``tests/auth/test_auth.py::test_auth_client_credentials_only_authorization_server``)."""
     with oauth_server.authorization_server() as auth:
         auth.clients["sdk-agent"] = ("sdk-secret", {"tools"})
         auth.authorization_endpoint = False

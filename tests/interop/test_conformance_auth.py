@@ -22,7 +22,7 @@ authorization response's ``iss``), which trio-mcp's client does not implement;
 ``enterprise-managed-authorization``, ``wif-jwt-bearer``, ``dpop*`` are other grant
 types and token bindings (not implemented). The suite has no scenario for an MCP server
 as a resource server (its ``authorization-server`` scenarios test an authorization
-server); ``tests/test_auth.py`` and the mcp 2.3.0 interop test cover our server side.
+server); ``tests/auth/test_auth.py`` and the mcp 2.3.0 interop test cover our server side.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..test_modern_server import validate_modern
+from ..modern_wire import validate_modern
 from . import _support
 from ._support import ok, text_of
 

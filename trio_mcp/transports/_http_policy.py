@@ -301,8 +301,21 @@ def decode_header_value(value: str) -> str | None:
         return None
 
 
-def header_parameters(schema: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-    """``(property path, header name)`` of each ``x-mcp-header`` reachable by ``properties``."""
+#: ``header_parameters`` of the input schemas seen, by identity (the schema is kept, so its
+#: id is not reused while cached): a tool's schema is walked once, not on every call.
+_PARAMETERS: dict[int, tuple[Mapping[str, Any], tuple[tuple[tuple[str, ...], str], ...]]] = {}
+_PARAMETERS_KEPT: Final = 256
+
+
+def header_parameters(schema: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """``(property path, header name)`` of each ``x-mcp-header`` reachable by ``properties``.
+
+    Remembered per schema object: a tool's input schema does not change once registered
+    (a re-registered tool has a new one).
+    """
+    kept = _PARAMETERS.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
     found: list[tuple[tuple[str, ...], str]] = []
 
     def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> None:
@@ -318,7 +331,10 @@ def header_parameters(schema: Mapping[str, Any]) -> list[tuple[tuple[str, ...], 
             walk(sub, (*path, key))
 
     walk(schema, ())
-    return found
+    if len(_PARAMETERS) >= _PARAMETERS_KEPT:
+        _PARAMETERS.clear()
+    _PARAMETERS[id(schema)] = (schema, tuple(found))
+    return _PARAMETERS[id(schema)][1]
 
 
 _ABSENT: Final = object()

@@ -22,9 +22,8 @@ and its outcome becomes a modern answer:
 
 from __future__ import annotations
 
-import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, Final, final
 
@@ -45,7 +44,7 @@ from .._messages import (
     to_wire,
     wire_object,
 )
-from .._session import ImmediateHandler, Reply, RequestHandler
+from .._session import Reply, RequestHandler
 from ._era import (
     ModernRequest,
     RoundState,
@@ -239,22 +238,22 @@ def _finish(peer: PeerCore, method: str, out: Any) -> Any:
     return envelope(peer, method, out if isinstance(out, dict) else wire_object(out))
 
 
-def wrap(peer: PeerCore, method: str, handler: Callable[[Request], Any]) -> RequestHandler:
-    """``handler`` (a request or immediate handler) as a modern handler.
+def wrap(peer: PeerCore, method: str, handler: RequestHandler) -> RequestHandler:
+    """``handler`` as a modern handler.
 
-    One coroutine for both kinds: as an immediate handler the session starts
-    it in the dispatching task (``run_inline``), so an inline tool is still
-    answered there, with no Trio task; what waits (the handler's own wait, a
-    task prelude) leaves the reader as the handler itself does.
+    For an inline method the session starts it in the dispatching task
+    (``run_inline``), so an inline tool is still answered there, with no Trio
+    task; what waits (the handler's own wait, a task prelude) leaves the reader
+    as the handler itself does.
     """
 
     async def serve(req: Request) -> Any:
         modern, params, prelude = _begin(peer, method, req)
         token = current_dialect.set(modern)
         try:
-            out = handler(Request(req.id, req.method, params, dialect=modern, caller=req.caller))
-            if inspect.isawaitable(out):
-                out = await out
+            out = await handler(
+                Request(req.id, req.method, params, dialect=modern, caller=req.caller)
+            )
             if prelude and isinstance(out, Reply):
                 out = await run_prelude(peer, out, modern)
         except InputRequired as need:
@@ -303,13 +302,9 @@ def become_modern(peer: PeerCore) -> None:
     ``initialize`` is refused with -32022, every other method is -32601.
     """
     session = peer.session
-    immediate: dict[str, ImmediateHandler] = {
-        method: wrap(peer, method, handler)
-        for method, handler in session.immediate_handlers.items() if method in MODERN_METHODS
-    }
     handlers: dict[str, RequestHandler] = {}
     for method, handler in session.request_handlers.items():
-        if method in MODERN_METHODS and method not in immediate:
+        if method in MODERN_METHODS:
             handlers[method] = handler if method == "server/discover" else wrap(
                 peer, method, handler
             )
@@ -319,7 +314,7 @@ def become_modern(peer: PeerCore) -> None:
     handlers["tasks/cancel"] = wrap(peer, "tasks/cancel", partial(tasks_cancel, peer))
     handlers["initialize"] = _refuse_initialize
     session.request_handlers = handlers
-    session.immediate_handlers = immediate
+    session.inline = {method for method in session.inline if method in MODERN_METHODS}
     # Not a requestor connection of 2025-11-25 tasks: no tasks/status notifications.
     peer.app.registry.detach(peer.context, peer)
     session.admit = None

@@ -40,8 +40,8 @@ async def create_task(
     """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
 
     The work starts once the answer is on the wire (the reply's ``after_send``).
-    Completes without waiting when the store needs no wait (memory): an
-    immediate handler returns this coroutine and the session answers inline.
+    Completes without waiting when the store needs no wait (memory): started
+    inline by the session (``tools/call`` is an inline method), it is answered there.
 
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
@@ -88,13 +88,13 @@ class TaskReceiver(PeerCore):
     def install(self) -> None:
         self.session.request_handlers["tasks/list"] = self._on_tasks_list
         # Started in the reader's task: answered there unless the store must be waited on.
-        self.session.immediate_handlers.update(
-            {
-                "tasks/get": self._on_tasks_get,
-                "tasks/result": self._on_tasks_result,
-                "tasks/cancel": self._on_tasks_cancel,
-            }
-        )
+        handlers = {
+            "tasks/get": self._on_tasks_get,
+            "tasks/result": self._on_tasks_result,
+            "tasks/cancel": self._on_tasks_cancel,
+        }
+        self.session.request_handlers.update(handlers)
+        self.session.inline.update(handlers)
 
     @classmethod
     def _declare(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -59,7 +59,8 @@ class Tools(PeerCore):
     def install(self) -> None:
         self._tool_cache = {}
         self.session.request_handlers["tools/list"] = self._on_tools_list
-        self.session.immediate_handlers["tools/call"] = self._on_tools_call
+        self.session.request_handlers["tools/call"] = self._on_tools_call
+        self.session.inline.add("tools/call")  # answered in the reader unless it waits
 
     @classmethod
     def declare_server(cls, app: AppView, declared: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -90,10 +91,9 @@ class Tools(PeerCore):
             next_cursor=str(end) if end < len(tools) else None,
         )
 
-    def _on_tools_call(self, req: Request) -> Any:
-        """``tools/call``, answered at once when nothing waits; else the coroutine that answers it.
-
-        Nothing waits for an inline tool, nor for a task created in memory.
+    async def _on_tools_call(self, req: Request) -> Any:
+        """``tools/call``: started in the reader's task; nothing waits for an inline tool,
+        nor for a task created in memory, so those are answered there.
         """
         tools = self.app.tools
         if self.role is not Role.SERVER or not tools:
@@ -121,13 +121,13 @@ class Tools(PeerCore):
             work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect, req.caller)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            return create_task(self, req, task, meta, work, response_meta)
+            return await create_task(self, req, task, meta, work, response_meta)
         ctx = None
         if spec.context_param:
             ctx = RequestContext(self, req.id, meta, dialect=req.dialect, caller=req.caller)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
-        return self._run_tool(spec, arguments, ctx)
+        return await self._run_tool(spec, arguments, ctx)
 
     def _bind(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None

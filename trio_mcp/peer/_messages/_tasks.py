@@ -133,7 +133,7 @@ def related_task_id(meta: Meta) -> str | None:
 #
 # A Task snapshot is unstructured for every CreateTaskResult, status
 # notification, tasks/get and tasks/cancel answer. These give exactly the
-# generated hooks' output (tests/test_fastpaths.py compares them) and leave
+# generated hooks' output (tests/peer/messages/test_fastpaths.py compares them) and leave
 # anything with ``_meta`` or unknown fields to the generated hooks.
 
 _generic_task = converter.get_unstructure_hook(Task)

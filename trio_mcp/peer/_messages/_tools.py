@@ -89,7 +89,7 @@ class CallToolResult:
 # ``tools/call`` params in and its result out are structured/unstructured on
 # every call. The generated cattrs hooks are kept for anything unusual; these
 # take only the common shapes, whose output is exactly the generated hooks'
-# (tests/test_fastpaths.py compares them).
+# (tests/peer/messages/test_fastpaths.py compares them).
 
 _CALL_KEYS: Final = frozenset(("name", "arguments", "task", "_meta"))
 _generic_call_params = converter.get_structure_hook(CallToolParams)

@@ -18,7 +18,6 @@ from ._pending import call_progress as call_progress
 from ._session import MAX_CONCURRENT_REQUESTS as MAX_CONCURRENT_REQUESTS
 from ._session import Admission as Admission
 from ._session import Answered as Answered
-from ._session import ImmediateHandler as ImmediateHandler
 from ._session import NotificationHandler as NotificationHandler
 from ._session import Reply as Reply
 from ._session import RequestHandler as RequestHandler

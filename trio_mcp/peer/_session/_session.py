@@ -2,13 +2,14 @@
 
 One receive loop takes each incoming message and ``match``-es on its class:
 
-* a :class:`Request` with an :attr:`Session.immediate_handlers` entry is
-  answered right there, in the dispatching task (no Trio task): a coroutine
-  it returns is started there too (``trio_mcp._inline``) and moves to a Trio
-  task of its own only when it must wait; any other (from
-  :attr:`Session.request_handlers`) runs in its own Trio task under its own
-  cancel scope, so ``notifications/cancelled`` can stop it. Handler outcomes
-  become wire answers in one place, ``_answer`` and ``_failure``;
+* a :class:`Request` goes to its handler in :attr:`Session.request_handlers`
+  (one shape: an ``async`` function). The handler of a method in
+  :attr:`Session.inline` is started right there, in the dispatching task
+  (``trio_mcp._inline``): if it returns without waiting it is answered with no
+  Trio task, else the rest of it becomes the request's own task; any other
+  handler runs in its own Trio task under its own cancel scope, so
+  ``notifications/cancelled`` can stop it. Handler outcomes become wire
+  answers in one place, ``_answer`` and ``_failure``;
 * a :class:`Notification` is dispatched at once through
   :attr:`Session.notification_handlers` (it never blocks); the session itself
   owns only the JSON-RPC-level ones, cancellation and progress;
@@ -73,12 +74,6 @@ T = TypeVar("T")
 RequestHandler: TypeAlias = Callable[[Request], Awaitable[Any]]
 #: A request's answer and what to call once it is sent (or failed to be).
 Answered: TypeAlias = tuple[Message, Callable[[], None] | None]
-#: A handler that answers at once, in the dispatching task: it returns the
-#: result (as a :data:`RequestHandler` does) or raises, or, when it must
-#: wait, returns a coroutine: the session starts it in the dispatching task
-#: (``run_inline``) and runs the rest as the request's own task if it awaits
-#: ``leave_reader()`` (which it must before any wait).
-ImmediateHandler: TypeAlias = Callable[[Request], Any]
 NotificationHandler: TypeAlias = Callable[[Notification], None]
 #: Decides whether a request may be served now: ``None`` admits it, an
 #: :class:`ErrorData` is sent back instead.
@@ -112,12 +107,13 @@ class Session(Outbound):
 
     Attributes:
         bus: The transport's channels.
-        request_handlers: Method name -> handler; filled by the features.
-            A handler returns an attrs object, a JSON dict or a
+        request_handlers: Method name -> handler (``async``); filled by the
+            features. A handler returns an attrs object, a JSON dict or a
             :class:`Reply`, or raises :class:`McpError`.
-        immediate_handlers: Method name -> :data:`ImmediateHandler`, tried
-            instead of the request handler: a request it answers at once
-            costs no Trio task (the hot path of ``tools/call`` and ``tasks/*``).
+        inline: The methods whose handler is started in the dispatching task:
+            it awaits ``leave_reader()`` before anything that may wait, so a
+            request it answers without waiting costs no Trio task (the hot
+            path of ``tools/call`` and ``tasks/*``).
         notification_handlers: Method name -> handler for notifications
             other than ``notifications/cancelled`` and ``notifications/progress``.
         admit: Called before a known request is served; an :class:`ErrorData`
@@ -130,7 +126,7 @@ class Session(Outbound):
     """
 
     request_handlers: dict[str, RequestHandler] = attrs.field(factory=dict)
-    immediate_handlers: dict[str, ImmediateHandler] = attrs.field(factory=dict)
+    inline: set[str] = attrs.field(factory=set)
     notification_handlers: dict[str, NotificationHandler] = attrs.field(factory=dict)
     admit: Admission | None = None
     route: Admission | None = None
@@ -307,21 +303,19 @@ class Session(Outbound):
             return
         if self.route is not None and _refused(self, self.route, req):
             return
-        immediate = self.immediate_handlers.get(req.method)
-        handler = self.request_handlers.get(req.method) if immediate is None else None
-        if immediate is None and handler is None:
+        handler = self.request_handlers.get(req.method)
+        if handler is None:
             _refuse(self, req, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}"))
             return
         if self.admit is not None and _refused(self, self.admit, req):
             return
-        if handler is not None:
-            work: Awaitable[Any] = handler(req)
-        else:
-            assert immediate is not None
-            later = _answer_at_once(self, req, immediate)
+        if req.method in self.inline:
+            later = _answer_at_once(self, req, handler)
             if later is None:
                 return
-            work = later  # it must wait: it runs as the request's own task, as below
+            work: Awaitable[Any] = later  # it must wait: the rest is the request's own task
+        else:
+            work = handler(req)
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
         assert self._nursery is not None
@@ -358,21 +352,20 @@ class Session(Outbound):
                 if _telemetry.active is not None:
                     _telemetry.answered(req.id, reply)
                 return reply, None
-        immediate = self.immediate_handlers.get(req.method)
-        if immediate is not None:
-            started = _start(req, immediate, relate)
+        handler = self.request_handlers.get(req.method)
+        if handler is None:
+            reply = ErrorResponse(
+                req.id, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
+            )
+            if _telemetry.active is not None:
+                _telemetry.answered(req.id, reply)
+            return reply, None
+        if req.method in self.inline:
+            started = _start(req, handler, relate)
             if type(started) is tuple:
                 return started
             work: Awaitable[Any] = started  # type: ignore[assignment]
         else:
-            handler = self.request_handlers.get(req.method)
-            if handler is None:
-                reply = ErrorResponse(
-                    req.id, ErrorData(METHOD_NOT_FOUND, f"Method not found: {req.method[:100]}")
-                )
-                if _telemetry.active is not None:
-                    _telemetry.answered(req.id, reply)
-                return reply, None
             work = handler(req)
         token = current_request_id.set(relate)
         try:
@@ -507,22 +500,23 @@ def _failure(req: Request, exc: Exception) -> ErrorResponse:
 
 
 def _start(
-    req: Request, immediate: ImmediateHandler, relate: RequestId
+    req: Request, handler: RequestHandler, relate: RequestId
 ) -> Answered | Awaitable[Any]:
-    """Run an immediate handler in this task: the answer, or the rest to await.
+    """Start an inline method's handler in this task: the answer, or the rest to await.
 
     ``relate`` is current (what the handler sends is related to it) while the
-    handler runs. A coroutine it returns is started here too
-    (:func:`run_inline`): if it returns without waiting, that is the answer.
+    handler runs. Its coroutine is started here (:func:`run_inline`): if it
+    returns without waiting, that is the answer; if it leaves the reader to
+    wait, the rest is returned.
     """
     token = current_request_id.set(relate)
     try:
-        out = immediate(req)
-        if type(out) is CoroutineType:
-            # Started here too: it answers at once unless it leaves to wait.
-            done, out = run_inline(out)
-            if not done:
-                return out
+        work = handler(req)
+        if type(work) is not CoroutineType:
+            return work  # an awaitable that is not a coroutine cannot start here
+        done, out = run_inline(work)
+        if not done:
+            return out
     except Exception as exc:
         return _failure(req, exc), None
     finally:
@@ -533,14 +527,15 @@ def _start(
 
 
 def _answer_at_once(
-    session: Session, req: Request, immediate: ImmediateHandler
+    session: Session, req: Request, handler: RequestHandler
 ) -> Awaitable[Any] | None:
-    """Run an immediate handler in the dispatching task and send its answer.
+    """Start an inline method's handler in the dispatching task; send its answer if it
+    did not wait.
 
     Returns the rest of the handler's coroutine to run as the request's task
     when it must wait, else ``None``.
     """
-    started = _start(req, immediate, req.id)
+    started = _start(req, handler, req.id)
     if type(started) is tuple:
         session.reply_now(req, *started)
         return None

@@ -46,6 +46,7 @@ from ._ledger import (
     CANCEL_MESSAGE,
     TaskLedger,
     already_terminal,
+    audit,
     expired,
     live_cap_reached,
     owned,
@@ -321,6 +322,7 @@ class Cluster:
         record = await self.lookup(owner, task_id)
         if record.status is not TaskStatus.CANCELLED:
             raise already_terminal(record)  # it ended first, in another process
+        audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:

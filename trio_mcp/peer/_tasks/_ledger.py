@@ -101,25 +101,28 @@ class TaskLedger:
         told: TaskConnection | None = None,
     ) -> bool:
         record = actor.record
-        what = "a message" if event is None else event.value
         if self._actors.get(record.task_id) is not actor:
             # The task expired and was deleted (the table's ``None`` status):
             # nothing happens to it any more, not even its pending input
             # request being withdrawn as its work is cancelled.
-            log.debug("task %s: %s ignored after expiry", record.task_id, what)
+            log.debug("task %s: %s ignored after expiry", record.task_id,
+                      "a message" if event is None else event.value)
             return False
         if event is None and record.status.is_terminal:
             return False  # a message only (2026-07-28 progress), too late
-        try:
-            # No event: a new status message, the status unchanged.
-            status = record.status if event is None else next_status(record.status, event)
-        except IllegalTransition:
-            if record.status.is_terminal:
-                # The work finished in the same instant as a cancel: the task
-                # stays in its terminal status (spec: stays cancelled).
-                log.debug("task %s: %s ignored in %s", record.task_id, what, record.status.value)
-                return False
-            raise
+        if event is None:  # a new status message, the status unchanged
+            status: TaskStatus | None = record.status
+        else:
+            try:
+                status = next_status(record.status, event)
+            except IllegalTransition:
+                if record.status.is_terminal:
+                    # The work finished in the same instant as a cancel: the task
+                    # stays in its terminal status (spec: stays cancelled).
+                    log.debug("task %s: %s ignored in %s", record.task_id, event.value,
+                              record.status)
+                    return False
+                raise
         assert status is not None
         record.status = status
         record.last_updated_at = now_iso()

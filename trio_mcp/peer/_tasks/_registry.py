@@ -31,7 +31,7 @@ import contextlib
 import heapq
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
@@ -294,9 +294,9 @@ class TaskRegistry(TaskLedger):
         :meth:`cancel_record`); the cancelled ``Task``."""
         return (await self.cancel_record(owner, task_id, requestor)).snapshot()
 
-    async def cancel_record(
+    def cancel_record(
         self, owner: str, task_id: str, requestor: TaskConnection | None = None
-    ) -> TaskRecord:
+    ) -> Awaitable[TaskRecord]:
         """``tasks/cancel``: mark the task cancelled, then stop its work (wherever it
         runs); the record once durable. Completes without waiting when the store
         needs no wait.
@@ -308,6 +308,4 @@ class TaskRegistry(TaskLedger):
             McpError: -32602 for an unknown task or one already terminal;
                 -32603 when the store is unavailable.
         """
-        record = await self.side.cancel(owner, task_id, requestor)
-        audit.info("task cancel requested id=%s context=%s", task_id, owner)
-        return record
+        return self.side.cancel(owner, task_id, requestor)  # (no frame of ours around it)

@@ -22,7 +22,7 @@ import trio
 
 from ..._inline import at_once, leave_reader
 from ._connection import TaskConnection
-from ._ledger import TaskLedger, already_terminal, live_cap_reached
+from ._ledger import TaskLedger, already_terminal, audit, live_cap_reached
 from ._store import CapReached, TaskRecord, TaskStore
 
 
@@ -104,6 +104,7 @@ class Solo:
             raise already_terminal(record)
         ledger.cancel_actor(task_id, requestor)
         await self.settle()
+        audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:

@@ -132,7 +132,7 @@ class TaskStore(Protocol):
 
     :class:`MemoryTaskStore` (the default), :class:`~._sqlite.SqliteTaskStore`
     (durable, one process), ``RedisTaskStore`` and ``PostgresTaskStore`` (shared
-    by many processes) implement it; ``tests/test_store_contract.py`` runs the
+    by many processes) implement it; ``tests/peer/tasks/test_store_contract.py`` runs the
     whole contract on all four. Every operation is ``async``; what a store can
     do at once it does at once: an operation of the memory store, and of SQLite
     until it must wait for a commit, returns without suspending. Before its first

@@ -225,3 +225,16 @@ async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
             assert await store.update_many(done[1:]) == [True] * (len(done) - 1)
             page, _ = await store.page("alice", 0, 100)
             assert {r.task_id for r in page if r.status is TaskStatus.COMPLETED} == on_down
+
+
+def test_redis_cluster_errors_that_mean_unavailable() -> None:
+    require_redis()
+    from coredis.exceptions import ClusterDownError, ClusterError, ResponseError, TryAgainError
+
+    from trio_mcp.peer._tasks._redis_loops import unavailable_reason
+
+    for exc in (ClusterDownError("CLUSTERDOWN The cluster is down"),
+                ClusterError("TTL exhausted"), TryAgainError("TRYAGAIN"),
+                ResponseError("CLUSTERDOWN Hash slot not served")):  # fmt: skip
+        assert unavailable_reason(exc) is not None, exc
+    assert unavailable_reason(ResponseError("ERR wrong number of arguments")) is None

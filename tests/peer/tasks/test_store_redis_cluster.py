@@ -113,6 +113,16 @@ async def test_redis_cluster_heals_what_a_process_left_between_two_steps(
         assert not await client.sismember(keys.live("alice"), "done")
         with pytest.raises(CapReached):
             await a.create(_record("fourth"), max_live=2)
+        # a terminal write whose answer was lost (its next steps not done) sent again:
+        # applied once, and the next steps done this time
+        third = await a.get("third")
+        finished = attrs.evolve(third, status=TaskStatus.COMPLETED, outcome={"content": []})
+        assert await a.update(finished) is True
+        await client.sadd(keys.live("alice"), ["third"])
+        await client.sadd(keys.runs(a.instance), ["third"])
+        assert await a.update(finished) is True
+        assert not await client.sismember(keys.live("alice"), "third")
+        assert not await client.sismember(keys.runs(a.instance), "third")
 
         # b dies between the steps of two creates: "b-ghost" enlisted in its runs set
         # (step 1) with no hash yet, "b-half" enlisted and written (step 2), not admitted
@@ -208,3 +218,46 @@ async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
                     except McpError:
                         await trio.sleep(0.1)
             assert [r.task_id for r in got] == ids
+            # the restarted master lost the scripts (not persisted): loaded again
+            back = [r for r in got if r.task_id in on_down]
+            done = [attrs.evolve(r, status=TaskStatus.COMPLETED) for r in back]
+            assert await store.update(done[0]) is True
+            assert await store.update_many(done[1:]) == [True] * (len(done) - 1)
+            page, _ = await store.page("alice", 0, 100)
+            assert {r.task_id for r in page if r.status is TaskStatus.COMPLETED} == on_down
+
+
+def test_redis_cluster_errors_that_mean_unavailable() -> None:
+    require_redis()
+    from coredis.exceptions import ClusterDownError, ClusterError, ResponseError, TryAgainError
+
+    from trio_mcp.peer._tasks._redis_loops import unavailable_reason
+
+    for exc in (ClusterDownError("CLUSTERDOWN The cluster is down"),
+                ClusterError("TTL exhausted"), TryAgainError("TRYAGAIN"),
+                ResponseError("CLUSTERDOWN Hash slot not served")):  # fmt: skip
+        assert unavailable_reason(exc) is not None, exc
+    assert unavailable_reason(ResponseError("ERR wrong number of arguments")) is None
+
+
+@pytest.mark.slow
+async def test_redis_cluster_store_follows_slots_that_move(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    require_redis_cluster()
+    with running_redis_cluster(tmp_path_factory.mktemp("rcl")) as cluster:
+        async with opened(_store(cluster_store_url(cluster))) as (store, _):
+            made = []
+            for i in range(100):
+                rec = _record(f"t-{i}")
+                rec.seq = await store.create(rec, max_live=1000)
+                made.append(rec)
+            pattern = f"{store.prefix}:{{t:*}}"
+            before = set(await cluster.keys_on(cluster.ports[1], pattern))
+            await trio.to_thread.run_sync(cluster.move_slots, 0, 1, 3000)
+            assert set(await cluster.keys_on(cluster.ports[1], pattern)) > before  # some moved
+            assert all([await store.get(r.task_id) for r in made])
+            done = [attrs.evolve(r, status=TaskStatus.COMPLETED) for r in made]
+            assert await store.update_many(done) == [True] * 100
+            page, more = await store.page("alice", 0, 200)
+            assert [r.status for r in page] == [TaskStatus.COMPLETED] * 100 and not more

@@ -25,7 +25,9 @@ the store's promises whenever a process stops between two of them:
   rest to the next.
 
 The commands of one step that go to many slots are sent in one pipeline (one write
-per node; a node runs them in order, so two writes of one task keep their order).
+per node; a node runs them in order, so two writes of one task keep their order);
+scripts go by their SHA (loaded on every node at open, and again if a node lost
+them), so a pipeline costs no ``SCRIPT EXISTS`` round trip.
 Each operation is still bounded by the store's ``op_timeout`` as a whole.
 """
 
@@ -36,6 +38,7 @@ from typing import Any, Final, TypeVar, final
 
 import attrs
 import trio
+from coredis.exceptions import NoScriptError
 
 from ._redis_scripts import RedisKeys
 
@@ -115,9 +118,25 @@ class SlotSteps:
     scripts: dict[str, Any]
 
     def _run(self, name: str, keys: list[str], args: Sequence[str] = ()) -> Call:
-        """A call of script ``name`` (for :func:`batch`)."""
-        script = self.scripts[name]
-        return lambda via: script(keys=keys, args=list(args), client=via)
+        """A call of script ``name`` by its SHA (for :meth:`_batch`, which loads the
+        scripts again when a node lost them)."""
+        sha = self.scripts[name].sha
+        return lambda via: via.evalsha(sha, keys=keys, args=list(args))
+
+    async def _batch(self, client: Any, calls: Sequence[Call]) -> list[Any]:
+        """:func:`batch`; when a node has lost the scripts (it restarted: they are not
+        persisted), load them on every node and send the batch again (each step is
+        safe to repeat)."""
+        try:
+            return await batch(client, calls)
+        except NoScriptError:
+            for script in self.scripts.values():
+                await client.script_load(script.script)
+            return await batch(client, calls)
+
+    async def _one(self, client: Any, call: Call) -> Any:
+        [answer] = await self._batch(client, [call])
+        return answer
 
     def _task_script(self, name: str, task_id: str, *args: str) -> Call:
         """A call of the task script ``name`` on ``task_id`` (ARGV: prefix, id, args)."""
@@ -139,7 +158,7 @@ class SlotSteps:
                 "c_enlist", [keys.runs(self.instance), keys.lease(self.instance)],
                 [self.lease_ms, *running],
             ))  # fmt: skip
-        found = await batch(client, steps)
+        found = await self._batch(client, steps)
         last = int(found[0])
         enlisted: dict[str, bool] = {}
         if running:
@@ -147,7 +166,7 @@ class SlotSteps:
             enlisted = {tid: bool(a) for tid, a in zip(running, added, strict=True)}
         first = last - len(creates) + 1
         seqs = [
-            int(s) for s in await batch(client, [
+            int(s) for s in await self._batch(client, [
                 self._run("c_create", [keys.task(a[0])], [keys.prefix, str(first + i), *a])
                 for i, a in enumerate(creates)
             ])
@@ -168,7 +187,7 @@ class SlotSteps:
                     undo.append(self._srem(keys.runs(self.instance), [task_id]))
             else:
                 out.append(seq)
-        await batch(client, undo)
+        await self._batch(client, undo)
         return out
 
     @staticmethod
@@ -219,7 +238,7 @@ class SlotSteps:
         members = sorted(await client.smembers(live))
         if not members:
             return False
-        states = await batch(client, [self._state(m) for m in members])
+        states = await self._batch(client, [self._state(m) for m in members])
         stale = [
             m for m, (status, expires) in zip(members, states, strict=True)
             if status is None or status in _TERMINAL
@@ -243,13 +262,13 @@ class SlotSteps:
         runners = [(runner, tid) for tid, _, runner in done if runner]
         for runner, ids in _grouped(runners).items():
             steps.append(self._srem(self.keys.runs(runner), ids))
-        await batch(client, steps)
+        await self._batch(client, steps)
 
     async def update_many(self, client: Any, updates: Sequence[list[str]]) -> list[bool]:
         """UPDATE each task (its arguments after the prefix); whether each applied.
 
         One pipeline: the writes of one task (one slot, one node) apply in order."""
-        found = await batch(client, [
+        found = await self._batch(client, [
             self._run("c_update", [self.keys.task(a[0])], [self.keys.prefix, *a])
             for a in updates
         ])  # fmt: skip
@@ -263,7 +282,7 @@ class SlotSteps:
 
     async def cancel(self, client: Any, task_id: str, *args: str) -> list[Any] | None:
         """CANCEL the task; the hash after (flat), or None if it is gone."""
-        flat = await self._task_script("cancel", task_id, *args)(client)
+        flat = await self._one(client, self._task_script("cancel", task_id, *args))
         if not flat:
             return None
         h = _pairs(flat)
@@ -273,14 +292,14 @@ class SlotSteps:
 
     async def delete(self, client: Any, task_id: str) -> None:
         """Delete the task's keys, then its place in its owner's and runner's sets."""
-        owner, runner = await self._task_script("c_delete", task_id)(client)
+        owner, runner = await self._one(client, self._task_script("c_delete", task_id))
         steps: list[Call] = []
         if owner:
             steps += [_command("zrem", self.keys.index(owner), [task_id]),
                       self._srem(self.keys.live(owner), [task_id])]  # fmt: skip
         if runner:
             steps.append(self._srem(self.keys.runs(runner), [task_id]))
-        await batch(client, steps)
+        await self._batch(client, steps)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -295,11 +314,11 @@ class SlotSteps:
         cursor, more = str(after_seq), False
         size = str(max(limit + 1, 16))
         while not more:
-            rows = await self._run("c_page_ids", [index], [cursor, size])(client)
+            rows = await self._one(client, self._run("c_page_ids", [index], [cursor, size]))
             if not rows:
                 break
             ids = [str(rows[i]) for i in range(0, len(rows), 2)]
-            hashes = await batch(client, [self._hash(t) for t in ids])
+            hashes = await self._batch(client, [self._hash(t) for t in ids])
             for task_id, h in zip(ids, hashes, strict=True):
                 if not h:
                     vanished.append(task_id)
@@ -318,7 +337,7 @@ class SlotSteps:
 
     async def terminal_among(self, client: Any, task_ids: Sequence[str], now_ms: int) -> set[str]:
         """Which of these ids are terminal, gone or expired."""
-        states = await batch(client, [self._state(t) for t in task_ids])
+        states = await self._batch(client, [self._state(t) for t in task_ids])
         return {
             t for t, (status, expires) in zip(task_ids, states, strict=True)
             if status is None or status in _TERMINAL
@@ -329,7 +348,9 @@ class SlotSteps:
 
     async def renew(self, client: Any) -> bool:
         """Take or renew the lease, (re)join the instance set; whether it was held."""
-        had = await self._run("c_renew", [self.keys.lease(self.instance)], [self.lease_ms])(client)
+        had = await self._one(
+            client, self._run("c_renew", [self.keys.lease(self.instance)], [self.lease_ms])
+        )
         await client.sadd(self.keys.instances, [self.instance])
         return bool(int(had))
 
@@ -344,16 +365,18 @@ class SlotSteps:
             dead = [instance]
         else:
             members = sorted(await client.smembers(keys.instances))
-            held = await batch(client, [_command("exists", [keys.lease(m)]) for m in members])
+            held = await self._batch(client, [_command("exists", [keys.lease(m)]) for m in members])
             dead = [m for m, h in zip(members, held, strict=True) if not int(h)]
         failed = 0
         for inst in dead:
-            runs = await self._run("c_dead_runs", [keys.runs(inst), keys.lease(inst)])(client)
+            runs = await self._one(
+                client, self._run("c_dead_runs", [keys.runs(inst), keys.lease(inst)])
+            )
             if runs is None or runs is False:  # its lease is back: it lives
                 continue
             ids = sorted(str(t) for t in runs)
             if ids:
-                owners = await batch(
+                owners = await self._batch(
                     client, [self._task_script("c_fail", t, message, updated, inst) for t in ids]
                 )
                 done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]

@@ -14,11 +14,12 @@ opaque string: no script decodes JSON (``cjson`` would round numbers).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, final
 
 import attrs
 
 
+@final
 @attrs.frozen
 class RedisKeys:
     """The names of the store's keys under ``prefix``, standalone or on Redis Cluster.
@@ -465,12 +466,18 @@ return redis.call('GET', k)
 
 #: A task's own scripts, unchanged but for their key functions (one slot: ``{t:ID}``).
 #: UPDATE answers ``{applied, owner, runner}``: owner and runner set when the task
-#: became terminal (its owner's live set and runner's runs set are the next steps).
+#: became terminal, also when this write had been applied before (its owner's live set
+#: and runner's runs set are the next steps, safe to repeat).
 C_UPDATE: Final = (
     _CLUSTER_PRELUDE
     + _UPDATE_ONE
     + """
 local applied = update(unpack(ARGV, 2, 9))
+if applied == 1 and TERMINAL[ARGV[3]] and not FINISHED[1] then
+  -- this very write was applied before (its answer was lost): the next steps again
+  local cur = redis.call('HMGET', tkey(ARGV[2]), 'owner', 'runner')
+  FINISHED[1], FINISHED[2] = cur[1], cur[2]
+end
 return {applied, FINISHED[1] or false, FINISHED[2] or false}
 """
 )

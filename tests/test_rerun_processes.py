@@ -355,3 +355,36 @@ async def test_input_required_when_its_process_died_starts_over_and_asks_again(
     assert got == ["yes (attempt 2)"]
     assert asked == ["ship it?", "ship it?"]  # asked again by the second run
     assert [att for att, _ in runs(log)[created.task_id]] == [1, 2]
+
+
+async def test_an_answer_sent_to_another_process_before_the_question_reached_the_store_counts(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """tasks/update through another process while the question is not in the store yet (the
+    requestor read it from the actor's own process, behind a load balancer): the answer is
+    kept for the actor, not dropped (it was, leaving the task input_required for ever)."""
+    store = store_of(request, "redis", tmp_path)
+    log = tmp_path / "runs.log"
+    app = trio_mcp.App("declining-client")  # answers "no": only the early answer says yes
+
+    @app.on_elicitation
+    async def decline(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.ElicitParams
+    ) -> trio_mcp.ElicitResult:
+        return trio_mcp.ElicitResult(action="accept", content={"ok": False})
+
+    async with question_server(store, log) as (_, a), question_server(store, log) as (_, b):
+        async with trio_mcp.open_http_client(a, app, token=TOKEN, era="2026-07-28") as on_a, \
+                trio_mcp.open_http_client(b, app, token=TOKEN, era="2026-07-28") as on_b:  # fmt: skip
+            created = await on_a.call_tool_task(
+                "ask_then_sleep", {"question": "ship it?", "delay": 1.0}
+            )
+            assert (await on_b.get_task(created.task_id)).status is TaskStatus.WORKING
+            # the key the question will have (the first elicitation of the task)
+            await on_b.request_raw("tasks/update", {
+                "taskId": created.task_id,
+                "inputResponses": {"elicitation-1": {"action": "accept", "content": {"ok": True}}},
+            })  # fmt: skip
+            with trio.fail_after(15):
+                result = await on_b.task_handle(created.task_id, trio_mcp.CallToolResult).result()
+            assert result.text == "yes (attempt 1)"

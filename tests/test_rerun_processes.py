@@ -58,7 +58,10 @@ def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]
 OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28")]
 
 
-@pytest.fixture(params=OTHER_PAIRS, ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
+@pytest.fixture(params=[
+    pytest.param(OTHER_PAIRS[0], marks=pytest.mark.slow),  # (the default run: one pair)
+    OTHER_PAIRS[1],
+], ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
 def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""
     kind, era = request.param
@@ -224,10 +227,14 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
             assert len(pids) == 1 and pids[0] in (w1.pid, w2.pid)
 
 
+@pytest.mark.parametrize(("kind", "era"), [
+    ("redis", "2025-11-25"),
+    pytest.param("postgres", "2026-07-28", marks=pytest.mark.slow),  # (default run: one)
+])
 async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
-    store_era: tuple[str, str], tmp_path: Path
+    kind: str, era: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    shared_store, era = store_era
+    shared_store = store_of(request, kind, tmp_path)
     log = tmp_path / "runs.log"
     grace = "1.5"
     async with AsyncExitStack() as stack:

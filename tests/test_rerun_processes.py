@@ -127,6 +127,9 @@ async def wait_runs(log: Path, task_ids: list[str], timeout: float = 20) -> None
 
 
 def client(url: str, era: str) -> Any:
+    """A client of the example over its URL's transport (WebSocket or Streamable HTTP)."""
+    if url.startswith("ws"):
+        return trio_mcp.open_websocket_client(url, token=TOKEN, era=era)
     return trio_mcp.open_http_client(url, token=TOKEN, era=era)
 
 
@@ -136,7 +139,12 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
     shared_store, era = store_era
     log = tmp_path / "runs.log"
     async with AsyncExitStack() as stack:
-        procs = [await stack.enter_async_context(server(shared_store, log)) for _ in range(3)]
+        # WebSocket with 2025-11-25 on Redis, Streamable HTTP with 2026-07-28 on PostgreSQL
+        transport = "--ws" if era == "2025-11-25" else "--http"
+        procs = [
+            await stack.enter_async_context(server(shared_store, log, transport=transport))
+            for _ in range(3)
+        ]
         (proc_a, a), (_, b), (_, c) = procs
         handles: dict[str, str] = {}
         async with client(a, era) as on_a, client(c, era) as on_c:
@@ -159,8 +167,9 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
                     assert result.text == f"slept {duration} s (attempt {attempt})"
             # the CLI shows the attempt that finished it
             rerun_id = next(t for t, where in handles.items() if where == "a")
+            option = "--ws" if b.startswith("ws") else "--http"
             cli = await trio.run_process(
-                [sys.executable, "-m", "trio_mcp", "tasks", "get", rerun_id, "--http", b,
+                [sys.executable, "-m", "trio_mcp", "tasks", "get", rerun_id, option, b,
                  "--token", TOKEN, "--era", era],
                 capture_stdout=True, capture_stderr=True, env=_env(log),
             )  # fmt: skip

@@ -404,3 +404,25 @@ async def test_an_answer_sent_to_another_process_before_the_question_reached_the
             with trio.fail_after(15):
                 result = await on_b.task_handle(created.task_id, trio_mcp.CallToolResult).result()
             assert result.text == "yes (attempt 1)"
+
+
+async def test_a_websocket_server_no_client_ever_reached_claims_a_rerun(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = store_of(request, "redis", tmp_path)
+    log = tmp_path / "runs.log"
+    async with server(store, log, transport="--ws") as (proc_a, a), server(
+        store, log, transport="--ws"
+    ) as (proc_b, b):
+        async with client(a, "2025-11-25") as on_a:
+            handle = await on_a.call_tool_task("resumable_sleep", {"seconds": 0.5})
+        await wait_runs(log, [handle.task_id])
+        proc_a.send_signal(signal.SIGKILL)
+        await proc_a.wait()
+        with trio.fail_after(LEASE * 3 + 10):  # B runs it again with no connection of its own
+            while len(runs(log)[handle.task_id]) < 2:  # noqa: ASYNC110 (a file)
+                await trio.sleep(0.05)
+        assert runs(log)[handle.task_id][1] == (2, proc_b.pid)
+        async with client(b, "2025-11-25") as on_b:
+            result = await on_b.task_handle(handle.task_id, trio_mcp.CallToolResult).result()
+            assert result.text == "slept 0.5 s (attempt 2)"

@@ -303,7 +303,8 @@ class RedisTaskStore:
         self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
-        lease/3 s, fail dead instances' tasks every lease/2 s. Survives Redis outages
+        lease/3 s, sweep dead instances' tasks (queue the re-runnable ones, fail the others) every
+        min(lease/2, hint) s. Survives Redis outages
         (reconnects with backoff). Reports started once subscribed (or once the first
         subscription attempt failed: hints then wait for Redis, the rest goes on)."""
         client = self._client

@@ -25,7 +25,9 @@ Key layout (``P`` is the prefix)::
     P:ans:{task_id}    HASH  request key -> answer JSON.
     P:secret           STRING the shared cursor secret (hex; SET NX by the first).
     P:hints            pub/sub channel: "kind|task_id", kind in status, cancel,
-                             input, answer.
+                             input, answer, queue.
+    P:queue, P:workers and a re-runnable task's hash fields (tool, attempts, backoff,
+                             job, attempt): see :mod:`._redis_rerun`.
 
 Every change is one Lua script (:mod:`._redis_scripts`): atomic, one round
 trip. Every call is bounded by :attr:`RedisTaskStore.op_timeout`; when Redis

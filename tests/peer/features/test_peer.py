@@ -13,8 +13,8 @@ import trio
 
 import trio_mcp
 
-from tests.helpers import client_app, connect, example_app, seen_by
-from tests.raw import open_raw
+from .helpers import client_app, connect, example_app, seen_by
+from .raw import open_raw
 
 
 async def test_peer_initialize_exposes_both_sides_info_and_capabilities(transport: str) -> None:
@@ -46,7 +46,9 @@ async def test_peer_server_sees_client_info_and_capabilities() -> None:
 async def test_peer_tools_list_and_plain_calls(transport: str) -> None:
     async with connect(transport) as client:
         tools = {t.name: t for t in await client.list_all_tools()}
-        assert set(tools) == {"echo", "summarize", "sleep", "park", "fail", "approve", "resumable_sleep"}
+        assert set(tools) == {
+            "echo", "summarize", "sleep", "park", "fail", "approve", "resumable_sleep"
+        }
         assert tools["echo"].execution is None  # forbidden is the default
         assert tools["sleep"].task_support == "optional"
         assert tools["approve"].task_support == "required"

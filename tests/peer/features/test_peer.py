@@ -13,8 +13,8 @@ import trio
 
 import trio_mcp
 
-from .helpers import client_app, connect, example_app, seen_by
-from .raw import open_raw
+from tests.helpers import client_app, connect, example_app, seen_by
+from tests.raw import open_raw
 
 
 async def test_peer_initialize_exposes_both_sides_info_and_capabilities(transport: str) -> None:

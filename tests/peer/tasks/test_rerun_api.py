@@ -16,7 +16,7 @@ import trio_mcp
 from trio_mcp import RemoteError, Rerun
 from trio_mcp.peer._tasks._rerun import decode_request, exhausted_message, rerun_message
 
-from .helpers import serving
+from tests.helpers import serving
 
 
 def server() -> trio_mcp.App:

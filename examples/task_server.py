@@ -6,6 +6,8 @@ Run it over stdio (the default), as MCP clients spawn servers:
     python examples/task_server.py --ws 127.0.0.1:8765 --token s3cret
     python examples/task_server.py --http 127.0.0.1:8000 --store sqlite:///tasks.db
     python examples/task_server.py --max-live-tasks 20000   # room for 20,000 running tasks
+    python examples/task_server.py --http 127.0.0.1:8000 --store redis://127.0.0.1:6379/0
+    python examples/task_server.py --worker --store redis://127.0.0.1:6379/0  # task work only
     python examples/task_server.py --http 127.0.0.1:8000 --jwks-uri https://as.example/jwks \
         --issuer https://as.example --audience http://127.0.0.1:8000/mcp   # OAuth (JWT)
     python examples/task_server.py --http 127.0.0.1:8000 --introspection-url \
@@ -19,6 +21,16 @@ Tools:
     park {}                          optional; runs until cancelled
     fail {message}                   optional; returns an isError result
     approve {question}               required; elicits a yes/no mid-task
+    resumable_sleep {seconds}        optional; re-runnable (3 attempts): with a shared store
+                                     it runs again on another process if its own stops;
+                                     the result says which attempt finished it
+                                     (RESUMABLE_SLEEP_LOG=path: each run appends a line
+                                     "task_id attempt pid time"; RESUMABLE_SLEEP_ATTEMPTS)
+
+A process started with --http/--ws/stdio serves MCP and runs task work; SIGTERM drains it
+(--grace seconds for its running tasks, re-runnable ones left handed to the others) and it
+exits 0. --worker (with --store redis://... or postgresql://...) runs task work without serving
+MCP; --front serves MCP and queues every task for the workers.
     whoami {}                        with OAuth: the caller's subject and scopes (JSON)
     admin_echo {text}                with OAuth: echo, for callers with the scope "admin"
 """
@@ -31,7 +43,9 @@ import json
 import logging
 import os
 import sys
+import time
 from functools import partial
+from typing import Any
 
 import trio
 
@@ -106,6 +120,20 @@ def build_app(
         if answer.action == "accept" and (answer.content or {}).get("approve") is True:
             return f"approved: {question}"
         return f"declined: {question}"
+
+    attempts = int(os.environ.get("RESUMABLE_SLEEP_ATTEMPTS", "3"))  # (tests raise it)
+
+    @app.tool(task_support="optional", rerun=trio_mcp.Rerun(attempts=attempts))
+    async def resumable_sleep(ctx: trio_mcp.RequestContext, seconds: float) -> str:
+        """Sleep for `seconds`; if the process running it stops, it runs again elsewhere."""
+        if seconds < 0:
+            raise trio_mcp.McpError(trio_mcp.INVALID_PARAMS, "seconds must not be negative")
+        log = os.environ.get("RESUMABLE_SLEEP_LOG")
+        if log:  # one line per run: what a test counts
+            async with await trio.open_file(log, "a") as f:
+                await f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()} {time.time()}\n")
+        await trio.sleep(seconds)
+        return f"slept {float(seconds)!r} s (attempt {ctx.attempt})"
 
     if auth:
         add_auth_tools(app)
@@ -182,6 +210,31 @@ def _tune_gc() -> None:
         gc.set_threshold(first, second, third)
 
 
+async def _work(app: trio_mcp.App, grace: float) -> None:
+    """Run task work only (``--worker``) until SIGTERM; say so on stderr once started."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(partial(trio_mcp.until_drained, app,
+                                    partial(trio_mcp.serve_worker, app), grace=grace))
+        print(f"worker running task work pid {os.getpid()}", file=sys.stderr, flush=True)
+
+
+def _first(group: BaseException) -> BaseException:
+    """The first error in ``group`` (unwrapping nested groups)."""
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group
+
+
+def _started(serve: Any) -> Any:
+    """``serve`` as a function ``nursery.start`` can start (it reports started at once)."""
+
+    async def run(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await serve()
+
+    return run
+
+
 def _verifier(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TokenVerifier | None:
     """The token verifier the OAuth options ask for, if any (exits on a bad combination)."""
     if args.jwks_uri and args.introspection_url:
@@ -231,6 +284,14 @@ def main(argv: list[str] | None = None) -> None:
                              "postgresql://user@host:port/db (every server on that Redis or "
                              "database serves every task of a token)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    parser.add_argument("--worker", action="store_true",
+                        help="with --store redis://... or postgresql://...: run task work "
+                             "without serving MCP")
+    parser.add_argument("--front", action="store_true",
+                        help="with a shared --store: serve MCP and queue every task for the "
+                             "workers (run no task work here)")
+    parser.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                        help="on SIGTERM: how long running tasks may finish (default 30)")
     parser.add_argument(
         "--max-live-tasks",
         type=int,
@@ -251,6 +312,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--token applies to --ws or --http")
     if args.http_server and not args.http:
         parser.error("--http-server applies to --http")
+    if args.worker and (args.ws or args.http or args.token or args.front):
+        parser.error("--worker serves no MCP: not with --ws, --http, --token or --front")
+    if (args.worker or args.front) and not (args.store or "").startswith(
+        ("redis", "rediss", "unix", "postgres")
+    ):
+        parser.error("--worker and --front need a shared --store (redis://... or postgresql://...)")
     verifier = _verifier(parser, args)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING)
     try:
@@ -258,7 +325,14 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:  # an unknown store URL
         parser.error(f"--store: {exc}")
     tokens = {args.token: "token-user"} if args.token else None
+    app.registry.run_tasks = not args.front
     _tune_gc()
+    if args.worker:
+        try:
+            trio.run(_work, app, args.grace)
+        except* trio_mcp.McpError as group:
+            sys.exit(f"task_server: {_first(group)}")
+        return
     if args.ws or args.http:
         host, _, port = (args.ws or args.http).rpartition(":")
         if not port.isdigit():
@@ -266,11 +340,12 @@ def main(argv: list[str] | None = None) -> None:
         serve = serve_websocket if args.ws else partial(serve_http, server=args.http_server)
     try:
         if args.ws or args.http:
-            trio.run(serve, app, host or "127.0.0.1", int(port), tokens, verifier)
+            serving = partial(serve, app, host or "127.0.0.1", int(port), tokens, verifier)
         else:
-            trio.run(trio_mcp.serve_stdio, app)
+            serving = partial(trio_mcp.serve_stdio, app)
+        trio.run(partial(trio_mcp.until_drained, app, _started(serving), grace=args.grace))
     except* trio_mcp.McpError as group:  # e.g. the task store is unreachable at start
-        sys.exit(f"task_server: {group.exceptions[0]}")
+        sys.exit(f"task_server: {_first(group)}")
 
 
 if __name__ == "__main__":

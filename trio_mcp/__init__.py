@@ -45,6 +45,8 @@ from ._runner import App as App
 from ._telemetry import configure_tracing as configure_tracing
 from ._telemetry import tracing_enabled as tracing_enabled
 from ._util import lazy_exports as _lazy_exports
+from ._worker import serve_worker as serve_worker
+from ._worker import until_drained as until_drained
 from .peer import Peer as Peer
 from .peer import open_peer as open_peer
 from .peer._dialects._modern import CacheHint as CacheHint
@@ -134,6 +136,7 @@ from .peer._tasks import TaskRegistry as TaskRegistry
 from .peer._tasks import TaskStore as TaskStore
 from .peer._tasks import next_status as next_status
 from .peer._tasks import open_task_store as open_task_store
+from .peer._tasks._rerun import Rerun as Rerun
 from .transports._http_store import EventStore as EventStore
 from .transports._http_store import MemoryEventStore as MemoryEventStore
 from .transports._memory import MemoryPair as MemoryPair
@@ -250,6 +253,7 @@ __all__ = [
     "RemoteProtocolError",
     "Request",
     "RequestContext",
+    "Rerun",
     "Resource",
     "ResourceLink",
     "ResourceTemplate",
@@ -300,8 +304,10 @@ __all__ = [
     "serve_http",
     "serve_stdio",
     "serve_websocket",
+    "serve_worker",
     "string_field",
     "tracing_enabled",
+    "until_drained",
     "wrap_stdio_streams",
     "wrap_websocket",
 ]

@@ -108,6 +108,37 @@ class App(_BaseApp, metaclass=_Documented):
             raise SystemExit(1) from None
 
 
+    def run_worker(self, *, grace: float = 30.0) -> None:
+        """Run this App's task work without serving MCP, until SIGTERM or Ctrl-C.
+
+        Its store (``App(store=...)``) must be shared by processes (Redis,
+        PostgreSQL): the worker claims the tasks queued there (by front
+        processes, or after the process running them stopped) for the tools it
+        hosts. On SIGTERM it drains (``grace`` seconds for its running tasks,
+        the re-runnable ones left handed to the others) and returns.
+
+        Raises:
+            ValueError: The store is not shared by processes.
+            SystemExit: Status 1 when the store cannot be opened (one line on stderr).
+        """
+        from ._worker import serve_worker, until_drained
+
+        if not self.registry.store.shared:
+            raise ValueError("a worker needs a task store shared by processes (Redis, PostgreSQL)")
+        main = partial(_serve, partial(until_drained, self, partial(serve_worker, self),
+                                       grace=grace), self, None)
+        try:
+            trio.run(main)
+        except KeyboardInterrupt:
+            return
+        except BaseException as exc:
+            failed = _leaf(exc, StartFailed)
+            if failed is None:
+                raise
+            print(f"{os.path.basename(sys.argv[0]) or self.name}: {failed}", file=sys.stderr)
+            raise SystemExit(1) from None
+
+
 class StartFailed(Exception):
     """Serving could not start (the message is the one line ``App.run`` prints)."""
 

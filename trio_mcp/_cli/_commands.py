@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
 from ..peer import App, Peer
 from ..peer._dialects._modern_requestor import get_detailed
-from ..peer._messages import CallToolResult, TextContent, to_wire
+from ..peer._messages import CallToolResult, Task, TextContent, from_wire, to_wire
 from ..transports._client import is_interrupt
 from ..transports._failures import POST_FAILED
 from ..transports._stdio import serve_stdio
@@ -298,8 +299,10 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                                   "tasks created without a token were bound to the connection "
                                   "or session that created them and closed with it")
                     return EXIT_OK, {"tasks": [to_wire(t) async for t in peer.iter_tasks()]}
-                case "get":
-                    return EXIT_OK, to_wire(await peer.get_task(args.task_id))
+                case "get":  # the task with its _meta (a re-runnable task's attempt)
+                    raw = await peer.request_raw("tasks/get", {"taskId": args.task_id})
+                    task, meta = from_wire(raw, Task), raw.get("_meta")
+                    return EXIT_OK, {**to_wire(task), **({"_meta": meta} if meta else {})}
                 case _:
                     return EXIT_OK, to_wire(await peer.cancel_task(args.task_id))
     raise CliError(f"no answer to tasks/{args.action} within --timeout {args.timeout:g} s")
@@ -408,6 +411,63 @@ async def _serve(
             raise CliError(str(failed)) from None
         auth = " (bearer token required)" if tokens else ""
         print(f"serving the example tools on {address.url}{auth}", file=sys.stderr, flush=True)
+
+
+# --- worker -----------------------------------------------------------------------------------
+
+
+def load_app(target: str | None, store: str) -> App:
+    """The App a worker runs: ``MODULE:NAME`` (an App, or a function of the store URL that
+    makes one), or the example's tools (``build_app``) when ``target`` is None.
+
+    Raises:
+        CliError: The target cannot be found or is not an App.
+    """
+    if target is None:
+        made: Any = load_example_server().build_app(store=store)
+    else:
+        module_name, _, name = target.partition(":")
+        if not module_name or not name:
+            raise CliError(f"--app wants MODULE:NAME, not {target!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError) as exc:
+            raise CliError(f"--app {target}: {exc}") from None
+        made = found if isinstance(found, App) else found(store)
+        if not isinstance(made, App):
+            raise CliError(f"--app {target} is not a trio_mcp.App (nor makes one)")
+        if made.store != store:
+            raise CliError(f"--app {target}: its App's store is not --store {store}")
+    return made  # type: ignore[no-any-return]
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``trio-mcp worker``: run an App's task work from a shared store, serving no MCP."""
+    from .._worker import serve_worker, until_drained
+
+    try:
+        app = load_app(args.app, args.store)
+    except ValueError as exc:  # an unknown store URL
+        raise CliError(f"--store: {exc}") from None
+    if not app.registry.store.shared:
+        raise CliError("--store: a worker needs a store shared by processes "
+                       "(redis://... or postgresql://...)")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(partial(until_drained, app, partial(serve_worker, app),
+                                            grace=args.grace))
+            except BaseException as exc:
+                failed = start_failure(exc, app, None)
+                if failed is None:
+                    raise
+                raise CliError(str(failed)) from None
+            print(f"worker running the task work of {app.name} (pid {os.getpid()})",
+                  file=sys.stderr, flush=True)
+
+    trio.run(main)
+    return EXIT_OK
 
 
 # --- demo -------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from ._commands import (
     run_demo_agent_b,
     run_serve_example,
     run_tasks,
+    run_worker,
 )
 from ._connect import (
     EXIT_FAILURE,
@@ -371,6 +372,26 @@ def build_parser() -> argparse.ArgumentParser:
                             "every server on that Redis or database)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     serve.set_defaults(run=run_serve_example)
+
+    worker = commands.add_parser(
+        "worker",
+        help="run an App's task work from a shared store, serving no MCP",
+        description="Run the task work of an App without serving MCP: claim the tasks "
+                    "queued in a shared store (by front processes, or after the process "
+                    "running them stopped) for the tools it hosts, and run them. SIGTERM "
+                    "drains it: --grace seconds for its running tasks, the re-runnable ones "
+                    "left are handed to the other processes; then it exits 0.",
+    )
+    worker.add_argument("--store", metavar="URL", required=True,
+                        help="the shared store: redis://host:port/0 or "
+                             "postgresql://user@host:port/db")
+    worker.add_argument("--app", metavar="MODULE:NAME",
+                        help="the App (or a function of the store URL that makes it); "
+                             "default: the tools of examples/task_server.py")
+    worker.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                        help="on SIGTERM: how long running tasks may finish (default 30)")
+    worker.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    worker.set_defaults(run=run_worker)
     return parser
 
 

@@ -39,6 +39,7 @@ from ._messages import (
 )
 from ._signatures._toolspec import ToolFunction, ToolSpec, make_tool_spec
 from ._tasks import TaskLimits, TaskRegistry, TaskStore
+from ._tasks._rerun import Rerun
 
 F = TypeVar("F", bound=ToolFunction)
 SamplingHandler = Callable[[RequestContext, CreateMessageParams], Awaitable[CreateMessageResult]]
@@ -131,6 +132,7 @@ class App(ServerOffers, ClientHandlers):
     #: Signs and checks ``requestState`` (from :attr:`request_state_secret`).
     state_codec: StateCodec = attrs.field(init=False, repr=False)
     _immediate: dict[str, str | None] = attrs.field(factory=dict, init=False, repr=False)
+    _reruns: dict[str, Rerun | None] = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.elicitation_modes or not set(self.elicitation_modes) <= {"form", "url"}:
@@ -165,6 +167,7 @@ class App(ServerOffers, ClientHandlers):
         inline: bool = False,
         task_prelude: bool = False,
         scopes: Sequence[str] | None = None,
+        rerun: Rerun | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -182,6 +185,7 @@ class App(ServerOffers, ClientHandlers):
         inline: bool = False,
         task_prelude: bool = False,
         scopes: Sequence[str] | None = None,
+        rerun: Rerun | None = None,
     ) -> Callable[[F], F] | F:
         """Register a function as a tool: ``@app.tool`` or ``@app.tool(...)``.
 
@@ -222,6 +226,15 @@ class App(ServerOffers, ClientHandlers):
             scopes: OAuth scopes a caller needs: without all of them the tool
                 is left out of its ``tools/list`` and its calls are refused
                 (HTTP 403 ``insufficient_scope``; elsewhere -32602).
+            rerun: The tool's task may run again in another process (or after
+                a restart) when the process running it stops: a
+                :class:`~trio_mcp.Rerun` (attempts, backoff). Only for
+                idempotent or resumable work: ``ctx.attempt`` says which run
+                this is, the task id stays the same. Needs ``task_support``
+                ``"optional"`` or ``"required"``, and a store that keeps the
+                request (Redis, PostgreSQL, SQLite); see the how-to
+                "Survive restarts and deploys". Default: off (the task fails
+                when its process stops).
 
         Returns:
             A decorator that registers the function and returns it unchanged
@@ -230,13 +243,18 @@ class App(ServerOffers, ClientHandlers):
         Raises:
             TypeError: Not a function, or an async generator function.
             ValueError: Bad ``task_support``, the name is taken, a
-                malformed scope, or ``inline`` for an async function.
+                malformed scope, ``inline`` for an async function, or ``rerun``
+                for a tool that forbids tasks or has a ``task_prelude``.
         """
         if callable(name):
             fn, name = name, None
             return self.tool()(fn)
         tool_name = name
         required = scope_set(scopes)
+        if rerun is not None and (task_support == "forbidden" or task_prelude):
+            raise ValueError(
+                "rerun= needs task_support 'optional' or 'required' and no task_prelude"
+            )
 
         def register(fn: F) -> F:
             spec = make_tool_spec(
@@ -259,6 +277,7 @@ class App(ServerOffers, ClientHandlers):
             self.tools[spec.tool.name] = spec
             self.require_scopes("tool", spec.tool.name, required)
             self._immediate[spec.tool.name] = immediate_response
+            self._reruns[spec.tool.name] = rerun
             if task_prelude:
                 self.task_preludes.add(spec.tool.name)
             else:
@@ -286,6 +305,23 @@ class App(ServerOffers, ClientHandlers):
             self.scope_rules[(kind, name)] = required
         else:
             self.scope_rules.pop((kind, name), None)
+
+    async def drain(self, grace: float = 30.0) -> None:
+        """Stop taking task work in this process, ahead of stopping it (SIGTERM).
+
+        The running tasks get ``grace`` seconds to finish; then, with a store
+        shared by processes, the re-runnable ones still running are handed to
+        the other processes at once (no lease wait: they run again there,
+        ``ctx.attempt`` one up). Meanwhile no queued work is claimed here, and
+        the tasks created here are queued for the others. What is left when
+        the App stops fails, as before. The servers keep answering until the
+        caller stops them (:func:`trio_mcp.until_drained` does both).
+        """
+        await self.registry.drain(grace)
+
+    def rerun_policy(self, tool_name: str) -> Rerun | None:
+        """The :class:`~trio_mcp.Rerun` registered for ``tool_name``, if any."""
+        return self._reruns.get(tool_name)
 
     def immediate_response(self, tool_name: str) -> str | None:
         """The model-immediate-response text registered for ``tool_name``."""

@@ -35,6 +35,7 @@ from ._features._task_receiver import TaskReceiver
 from ._features._task_requestor import TaskRequestor
 from ._features._tools import Tools
 from ._messages import MODERN_PROTOCOL_VERSION, Implementation
+from ._rerun_host import Rerunner
 from ._session import MessageBus
 
 
@@ -85,6 +86,8 @@ class Peer(
     ) -> None:
         super().__init__(app, bus, role, client_info=client_info)
         self.era = era
+        if role is Role.SERVER and app.registry.rerun_host is None:
+            app.registry.rerun_host = Rerunner(app, Peer)  # serves claimed tasks again
         install_features(self)
         if role is Role.SERVER:
             offer_both_eras(self)  # the first request chooses (or the transport did)

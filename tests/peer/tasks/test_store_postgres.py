@@ -108,22 +108,22 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(postgres_
         await store.create(_record("t-1"), max_live=10)
     # made on first use, with its version row; a second open keeps it
     assert _sql(postgres_url, "SELECT value FROM trio_mcp.meta WHERE key = 'schema_version'") == [
-        ("1",)
+        ("2",)
     ]
     async with opened(postgres_url, run=False) as (store, _):
         assert (await store.get("t-1")).task_id == "t-1"
     # a newer trio-mcp migrated the tables: this one refuses them, and changes nothing
-    _sql(postgres_url, "UPDATE trio_mcp.meta SET value = '2' WHERE key = 'schema_version'")
+    _sql(postgres_url, "UPDATE trio_mcp.meta SET value = '3' WHERE key = 'schema_version'")
     newer = _store(postgres_url)
     with pytest.raises(SchemaVersionError) as info:
         await newer.open()
     assert str(info.value) == (
-        "the task store's tables in schema 'trio_mcp' have version '2'; this trio-mcp knows"
-        " version 1 (a newer trio-mcp made them: upgrade it, or use another schema=)"
+        "the task store's tables in schema 'trio_mcp' have version '3'; this trio-mcp knows"
+        " version 2 (a newer trio-mcp made them: upgrade it, or use another schema=)"
     )
     assert _sql(postgres_url, "SELECT count(*) FROM trio_mcp.tasks") == [(1,)]
     assert _sql(postgres_url, "SELECT value FROM trio_mcp.meta WHERE key = 'schema_version'") == [
-        ("2",)
+        ("3",)
     ]
     # ... and so does a server started on it
     reg = TaskRegistry(store=postgres_url)

@@ -53,7 +53,7 @@ R = TypeVar("R")
 #: Seconds a ``tasks/cancel`` sent on the way out (shielded) may take.
 CANCEL_TIMEOUT: Final = 5.0
 #: The fields of a detailed task that are not the :class:`Task` snapshot's.
-_DETAIL: Final = ("inputRequests", "result", "error")
+_DETAIL: Final = ("inputRequests", "result", "error", "_meta")
 #: Extension field -> the 2025-11-25 field :class:`Task` is read from.
 _RENAMED: Final = {"ttlMs": "ttl", "pollIntervalMs": "pollInterval"}
 _SNAPSHOT: Final = frozenset(

@@ -40,6 +40,7 @@ from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
 from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work
+from .._tasks._rerun import attempt_meta
 from .._tasks._store import InputAnswer
 from ._era import ModernRequest, Prelude
 from ._mrtr import InputRequired
@@ -182,6 +183,8 @@ def detailed(
     actor runs in another process).
     """
     out = task_fields(record)
+    if (meta := attempt_meta(record)) is not None:  # a re-runnable task: its attempt
+        out["_meta"] = meta
     status, outcome = record.status, record.outcome
     if isinstance(outcome, dict) and status in (TaskStatus.COMPLETED, TaskStatus.FAILED):
         # A tool error (isError) is a completed task in this extension.

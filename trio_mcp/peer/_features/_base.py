@@ -34,6 +34,7 @@ from .._messages import (
 )
 from .._session import MessageBus, ProgressCallback, Session
 from .._tasks import StatusWaiters, TaskHandle, TaskRegistry
+from .._tasks._rerun import Rerun
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -198,6 +199,10 @@ class AppView(Protocol):
 
     def immediate_response(self, tool_name: str) -> str | None:
         """The model-immediate-response text of a tool, if any."""
+        ...
+
+    def rerun_policy(self, tool_name: str) -> Rerun | None:
+        """The tool's ``Rerun`` (it may run again elsewhere), or ``None``."""
         ...
 
     def server_capabilities(self) -> ServerCapabilities:

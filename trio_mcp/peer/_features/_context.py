@@ -113,6 +113,14 @@ class RequestContext:
         return self._task.task_id if self._task is not None else None
 
     @property
+    def attempt(self) -> int:
+        """Which run of its task this is: 1, then 2, 3... when a re-runnable task
+        (``@app.tool(rerun=Rerun(...))``) runs again after its process stopped. With
+        :attr:`task_id`, stable across attempts, the key to deduplicate side effects on.
+        1 for a request that is not a task."""
+        return self._task.record.attempt if self._task is not None else 1
+
+    @property
     def era(self) -> str:
         """The protocol version of this request: ``"2026-07-28"`` or the session's 2025 one."""
         if self.dialect is not None:

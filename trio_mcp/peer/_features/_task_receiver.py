@@ -23,6 +23,7 @@ from .._messages import (
 )
 from .._session import Reply
 from .._tasks import TaskActor
+from .._tasks._rerun import ADOPTING, RerunTicket, attempt_meta
 from ._base import AppView, PeerCore
 from ._scopes import check_task_scopes
 
@@ -36,6 +37,8 @@ async def create_task(
     request_meta: dict[str, Any] | None,
     work: Callable[[TaskActor], Awaitable[dict[str, Any]]],
     result_meta: dict[str, Any] | None = None,
+    *,
+    rerun: RerunTicket | None = None,
 ) -> Reply:
     """Accept ``req`` as a task running ``work``; answer ``CreateTaskResult`` at once.
 
@@ -43,12 +46,15 @@ async def create_task(
     Completes without waiting when the store needs no wait (memory): started
     inline by the session (``tools/call`` is an inline method), it is answered there.
 
+    ``rerun``: a re-runnable task's ticket, kept by the store.
+
     Raises:
         McpError: -32000 when a cap or the rate limit is reached.
     """
     registry = peer.app.registry
     owner = peer.context_of(req)
-    registry.check_rate(owner)
+    if ADOPTING.get() is None:  # (a claimed task served again was counted once)
+        registry.check_rate(owner)
     token = (request_meta or {}).get("progressToken")
     actor = await registry.create(
         owner,
@@ -57,9 +63,12 @@ async def create_task(
         requested_ttl=task.ttl,
         origin=peer,
         progress_token=token if isinstance(token, str | int) else None,
+        rerun=rerun,
     )
     if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
         actor.pulled = req.dialect.task_questions()
+        if actor.record.attempt > 1:  # a re-run: keys of its own
+            actor.pulled.key_prefix = f"a{actor.record.attempt}."
     if req.dialect is not None:  # the era's CreateTaskResult
         return Reply(req.dialect.task_created(actor.record, result_meta), actor.launch)
     # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
@@ -118,7 +127,11 @@ class TaskReceiver(PeerCore):
         registry = self.app.registry
         owner = self.context_of(req)
         registry.check_rate(owner)
-        return (await registry.record(owner, task_id)).wire()
+        record = await registry.record(owner, task_id)
+        answer = record.wire()
+        if (meta := attempt_meta(record)) is not None:  # a re-runnable task: its attempt
+            answer["_meta"] = meta
+        return answer
 
     def _on_tasks_result(self, req: Request) -> Coroutine[Any, Any, dict[str, Any]]:
         self._require_tasks()

@@ -21,6 +21,7 @@ from ..._errors import (
 from ..._inline import leave_reader
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
+    MODERN_PROTOCOL_VERSION,
     CallToolParams,
     CallToolResult,
     ListToolsResult,
@@ -39,10 +40,11 @@ from .._messages import (
 from .._session import ProgressCallback
 from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
+from .._tasks._rerun import Rerun, RerunTicket, encode_request
 from ._base import AppView, Caller, PeerCore, Role
 from ._context import RequestContext
 from ._dialect import Dialect
-from ._scopes import check_scopes, rule, visible
+from ._scopes import check_scopes, identity_of, rule, visible
 from ._task_receiver import create_task, hosts
 
 log = logging.getLogger("trio_mcp.peer")
@@ -118,16 +120,51 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
+            ticket = self._rerun_ticket(req, spec.tool.name)  # a re-runnable task's
             work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect, req.caller)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
-            return await create_task(self, req, task, meta, work, response_meta)
+            return await create_task(self, req, task, meta, work, response_meta, rerun=ticket)
         ctx = None
         if spec.context_param:
             ctx = RequestContext(self, req.id, meta, dialect=req.dialect, caller=req.caller)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
         return await self._run_tool(spec, arguments, ctx)
+
+    def _rerun_ticket(self, req: Request, name: str) -> RerunTicket | None:
+        """What the store keeps to run this tool task again in any process: for a tool
+        with ``rerun=``, and for every task of a front process (run by a worker, once).
+
+        Raises:
+            McpError: -32602 when the request is bigger than the bound.
+        """
+        policy = self.app.rerun_policy(name)
+        if policy is None:
+            if self.app.registry.run_tasks:
+                return None
+            policy = Rerun(attempts=1)  # a front's task: a worker runs it
+        identity = identity_of(self, req)
+        who = None
+        if identity is not None:
+            who = {"subject": identity.subject, "clientId": identity.client_id,
+                   "scopes": sorted(identity.scopes)}  # fmt: skip
+        modern = req.dialect is not None
+        capabilities = None
+        if not modern and self.remote_capabilities is not None:
+            capabilities = to_wire(self.remote_capabilities)
+        request = encode_request(
+            era=self.protocol_version if not modern else MODERN_PROTOCOL_VERSION,
+            method=req.method,
+            params=req.params,
+            context=self.context_of(req),
+            principal=self.principal_of(req),
+            identity=who,
+            transport=self.info_of(req).get("transport"),
+            client_capabilities=capabilities,
+            limit=policy.max_request_bytes,
+        )
+        return RerunTicket(name, policy.attempts, policy.backoff, request)
 
     def _bind(
         self, spec: ToolSpec, arguments: dict[str, Any] | None, ctx: RequestContext | None

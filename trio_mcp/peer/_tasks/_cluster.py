@@ -30,7 +30,7 @@ import contextlib
 import itertools
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -51,6 +51,7 @@ from ._ledger import (
     live_cap_reached,
     owned,
 )
+from ._rerun import RerunStore
 from ._shared import store_unavailable
 from ._state import TaskEvent
 from ._store import CapReached, InputAnswer, InputItem, TaskRecord, TaskStore, now_iso
@@ -66,6 +67,8 @@ _BATCH: Final = 256
 #: The most terminal records kept after this process stored them (tasks/result and
 #: tasks/get read them here: a terminal record never changes in the store).
 _FINAL_KEPT: Final = 4096
+#: The most queued tasks one claim takes.
+_CLAIM_BATCH: Final = 16
 
 _Write: TypeAlias = tuple[Literal["update"], TaskRecord] | tuple[Literal["delete"], str]
 
@@ -102,6 +105,14 @@ class Cluster:
         self._final: collections.OrderedDict[str, TaskRecord] = collections.OrderedDict()
         # Tasks whose local actor is asking its requestor (queued in the store) now.
         self._asking: dict[str, int] = {}
+        #: Serves a claimed task's stored request again here (False: it could not);
+        #: set by the registry.
+        self.rerun: Callable[[TaskRecord], bool] | None = None
+        #: The tools whose queued tasks this process claims (none: it claims nothing).
+        self.claim_tools: Callable[[], frozenset[str]] = frozenset
+        #: Draining: this process claims no more queued work.
+        self.draining = False
+        self._claim_wake = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the store's hints and lease, the writer and the heartbeat, until cancelled."""
@@ -111,6 +122,8 @@ class Cluster:
             await nursery.start(self._creates.run)
             nursery.start_soon(self._writer)
             nursery.start_soon(self._heartbeat)
+            if isinstance(self.store, RerunStore):
+                nursery.start_soon(self._claimer, self.store)
             task_status.started()
 
     # --- creating ------------------------------------------------------------------------
@@ -226,6 +239,8 @@ class Cluster:
         """A hint from the store: wake who waits on the task; a cancel reaches its actor."""
         if kind == "cancel" and self._ledger.running_actor(task_id) is not None:
             self._spawn(self.reconcile, task_id)
+        elif kind == "queue":
+            self._claim_wake.set()
         self.wake(task_id)
 
     def wake(self, task_id: str) -> None:
@@ -279,6 +294,46 @@ class Cluster:
                 continue
             for task_id in stopped:
                 await self.reconcile(task_id)
+
+    # --- queued work (re-runs, a front's tasks) -------------------------------------------
+
+    async def _claimer(self, store: RerunStore) -> None:
+        """Claim queued tasks of the tools this process hosts and run them here: at a
+        ``queue`` hint, else every ``hint_seconds``."""
+        registered: bool | None = None
+        while True:
+            tools = frozenset() if self.draining else self.claim_tools()
+            claimed = []
+            with contextlib.suppress(McpError):
+                if bool(tools) != registered:
+                    await store.set_worker(bool(tools))
+                    registered = bool(tools)
+                if tools:
+                    claimed = await store.claim(tools, _CLAIM_BATCH)
+            for record in claimed:
+                if self.rerun is None or not self.rerun(record):  # hand it back
+                    with contextlib.suppress(McpError):
+                        await store.requeue(
+                            [record.task_id], count=False, message=record.status_message
+                        )
+            if len(claimed) == _CLAIM_BATCH:
+                continue
+            with trio.move_on_after(self.store.hint_seconds):
+                await self._claim_wake.wait()
+            self._claim_wake = trio.Event()
+
+    async def hand_off(self, task_ids: list[str]) -> None:
+        """Give these local re-runnable tasks to the other processes at once (a drain):
+        queued in the store, then their actors here stopped without a status change."""
+        store = self.store
+        if not task_ids or not isinstance(store, RerunStore):
+            return
+        await self.settle()
+        await store.requeue(task_ids, count=True, spend=False)
+        for task_id in task_ids:
+            actor = self._ledger.running_actor(task_id)
+            if actor is not None:
+                actor.scope.cancel()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -456,7 +511,10 @@ async def ask_pushed(
         McpError: -32603 when the store is unavailable.
     """
     task_id = actor.task_id
-    item = InputItem(str(next(cluster._keys)), method, params)
+    key = str(next(cluster._keys))
+    if actor.record.attempt > 1:  # a re-run: never the key of an earlier run's question
+        key = f"{actor.record.attempt}.{key}"
+    item = InputItem(key, method, params)
     with cluster.asking(task_id):
         await cluster.store.push_input(task_id, item)
         cluster.wake(task_id)  # a tasks/result open here takes it at once

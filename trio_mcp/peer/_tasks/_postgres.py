@@ -32,6 +32,7 @@ import trio
 
 from ..._inline import leave_reader
 from .._messages import TaskStatus
+from . import _postgres_rerun as pgr
 from . import _postgres_sql as pg
 from ._codec import outcome_from_json, outcome_to_json
 from ._postgres_cache import TerminalCache
@@ -44,6 +45,7 @@ from ._postgres_conn import (
     run_blocking,
 )
 from ._postgres_loops import listen
+from ._rerun import RerunTicket
 from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
 from ._store import (
     CapReached,
@@ -143,17 +145,22 @@ def _set_up(conn: psycopg.Connection[Any], schema: str, q: dict[str, str]) -> st
     with conn.transaction():
         conn.execute(q["lock"])
         found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',)).fetchone()
+        migrate = pg.fill(pgr.migration(), schema).encode()
         if found is None or found[0] is None:
             conn.execute(pg.ddl(schema).encode())
-            conn.execute(q["set_version"], (str(pg.SCHEMA_VERSION),))
+            conn.execute(migrate)
+            conn.execute(q["set_version"], (str(pgr.VERSION),))
         else:
             row = conn.execute(q["version"]).fetchone()
             version = None if row is None else row[0]
-            if version != str(pg.SCHEMA_VERSION):
-                newer = str(version).isdigit() and int(str(version)) > pg.SCHEMA_VERSION
+            if version == str(pg.SCHEMA_VERSION):  # version 1: add the re-runs in place
+                conn.execute(migrate)
+                conn.execute(q["bump_version"], (str(pgr.VERSION),))
+            elif version != str(pgr.VERSION):
+                newer = str(version).isdigit() and int(str(version)) > pgr.VERSION
                 raise SchemaVersionError(
                     f"the task store's tables in schema {schema!r} have version"
-                    f" {version!r}; this trio-mcp knows version {pg.SCHEMA_VERSION} ("
+                    f" {version!r}; this trio-mcp knows version {pgr.VERSION} ("
                     + ("a newer trio-mcp made them: upgrade it" if newer else "not ours")
                     + ", or use another schema=)"
                 )
@@ -294,7 +301,8 @@ class PostgresTaskStore:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(repeat, self, "renew the lease", self.lease_seconds / 3,
                                self._keep_lease)  # fmt: skip
-            nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
+            nursery.start_soon(repeat, self, "sweep dead instances",
+                               min(self.lease_seconds / 2, self.hint_seconds),
                                self._sweep_and_purge)  # fmt: skip
             await listen(self, pool, pg.channel(self.schema), events, task_status)
 
@@ -323,12 +331,58 @@ class PostgresTaskStore:
         Returns:
             How many tasks failed, and which instances were found dead.
         """
-        row = await self._one("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
+        row = await self._one("rescue", LEASE_LOST_MESSAGE, now_iso(), instance, _now_ms())
         assert row is not None and row[0] is not None and row[1] is not None
-        failed, dead = int(row[0]), [str(d) for d in json.loads(row[1])]
-        if failed and not instance:
-            log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
+        failed, dead, queued = int(row[0]), [str(d) for d in json.loads(row[1])], int(row[2] or 0)
+        if (failed or queued) and not instance:
+            log.warning(
+                "%r: instance(s) %s stopped: %d task(s) failed, %d queued to run again",
+                self, dead, failed, queued,
+            )  # fmt: skip
         return failed, dead
+
+    # --- handing tasks between processes (RerunStore) ------------------------------------
+
+    async def requeue(
+        self,
+        task_ids: Collection[str],
+        *,
+        count: bool,
+        spend: bool = True,
+        message: str | None = None,
+    ) -> int:
+        """Queue these live re-runnable tasks of this process again (see
+        :class:`~._rerun.RerunStore`); how many workers are alive."""
+        row = await self._one(
+            "requeue", self.instance, count, spend, _text(message), now_iso(), _now_ms(),
+            list(task_ids),
+        )  # fmt: skip
+        return int(row[0] or 0) if row is not None else 0
+
+    async def claim(self, tools: Collection[str], limit: int) -> list[TaskRecord]:
+        """Take up to ``limit`` due queued tasks of ``tools``, atomically."""
+        if not tools:
+            return []
+        found = await self._rows(
+            "claim", self.instance, sorted(tools), _now_ms(), limit, self._lease_ms
+        )
+        out = []
+        for row in found:
+            record = _record(row[:12])
+            if record is None:
+                continue
+            tool, attempts, backoff, job, attempt = row[12:]
+            assert tool is not None and attempts is not None and job is not None
+            record.attempt = int(attempt or 1)
+            if record.attempt == 1:
+                record.status_message = None  # (the claim cleared a front's "queued")
+            record.rerun = RerunTicket(tool, int(attempts), int(backoff or 0) / 1000, job)
+            out.append(record)
+        return out
+
+    async def set_worker(self, worker: bool) -> None:
+        """Count this process as a live worker (it claims queued work), or not."""
+        await self._rows("worker_on" if worker else "worker_off", self.instance)
 
     async def purge(self) -> int:
         """Delete up to :attr:`purge_batch` expired records (with their input
@@ -370,6 +424,13 @@ class PostgresTaskStore:
             "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
             _create_batch(records),
         )  # fmt: skip
+        tickets = [
+            [r.task_id, t.tool, t.attempts, round(t.backoff * 1000), _text(t.request), r.attempt]
+            for r, (text,) in zip(records, seqs, strict=True)
+            if (t := r.rerun) is not None and int(text or 0) > 0
+        ]
+        if tickets:  # (a second statement: a task whose process dies between is not re-run)
+            await self._rows("put_reruns", _json(tickets))
         out: list[int | Exception] = []
         for record, (text,) in zip(records, seqs, strict=True):
             seq = int(text or 0)
@@ -386,7 +447,9 @@ class PostgresTaskStore:
         if (known := self._terminal.get(task_id)) is not None:
             return known  # terminal: it never changes again (see _postgres_cache)
         row = await self._one("get", task_id)
-        record = None if row is None else _record(row)
+        record = None if row is None else _record(row[:12])
+        if record is not None and row is not None and row[12] is not None:
+            record.attempt = int(row[12])  # a re-runnable task's
         self._terminal.keep(record)
         return record
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._postgres_rerun import QUERIES
+
 #: The schema version this code creates and understands.
 SCHEMA_VERSION: Final = 1
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
@@ -43,6 +45,11 @@ def check_schema_name(name: str) -> str:
 def channel(schema: str) -> str:
     """The ``LISTEN``/``NOTIFY`` channel of the store in ``schema``."""
     return f"{schema}_hints"
+
+
+def fill(template: str, schema: str) -> str:
+    """``template`` with its schema, channel and live statuses filled in."""
+    return _fill(template, schema)
 
 
 def _fill(template: str, schema: str) -> str:
@@ -270,7 +277,8 @@ def queries(schema: str) -> dict[str, str]:
         "get_secret": "SELECT value FROM {S}.meta WHERE key = 'secret'",
         "create_many": "SELECT x FROM unnest({S}.create_tasks($1, $2::int, $3::bigint,"
         " $4::bigint, $5::jsonb)) WITH ORDINALITY AS t(x, n) ORDER BY n",
-        "get": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE id = $1",
+        "get": f"SELECT {_COLUMNS}, (SELECT attempt FROM {{S}}.reruns r WHERE r.id = $1)"
+        " FROM {S}.tasks WHERE id = $1",
         "page": f"SELECT {_COLUMNS} FROM {{S}}.tasks WHERE owner = $1 AND seq > $2::bigint"
         " AND (expires IS NULL OR expires > $3::bigint) ORDER BY seq LIMIT $4::int",
         "update": "SELECT {S}.update_task($1, $2, $3, $4, $5, $6::bigint)",
@@ -294,4 +302,5 @@ def queries(schema: str) -> dict[str, str]:
         "answer_input": "SELECT {S}.answer_input($1, $2, $3)",
         "take_answer": "DELETE FROM {S}.answers WHERE task_id = $1 AND key = $2 RETURNING body",
     }
+    q.update(QUERIES)  # schema version 2: the re-runs
     return {name: _fill(text, schema) for name, text in q.items()}

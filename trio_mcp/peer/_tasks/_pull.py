@@ -43,13 +43,18 @@ class PulledInputs:
     capabilities: Any = None
     _outstanding: dict[str, _Question] = attrs.field(factory=dict)
     _issued: set[str] = attrs.field(factory=set)
+    #: Put before every key made here: a re-run's (``"a2."``) never reuses a key an
+    #: earlier run of the task showed (a late answer to it is ignored, not misread).
+    key_prefix: str = ""
 
     def key_for(self, wanted: str | None, method: str) -> str:
         """A key never issued before in this task (``wanted`` if it is still free)."""
+        if wanted is not None and self.key_prefix:
+            wanted = self.key_prefix + wanted
         if wanted is not None and wanted not in self._issued:
             key = wanted
         else:
-            base = wanted or method.split("/")[0]
+            base = wanted or self.key_prefix + method.split("/")[0]
             n = len(self._issued) + 1
             key = f"{base}-{n}"
             while key in self._issued:

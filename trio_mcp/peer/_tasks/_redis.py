@@ -66,6 +66,7 @@ from coredis.retry import NoRetryPolicy
 
 from ..._inline import leave_reader
 from .._messages import TaskStatus
+from . import _redis_rerun as rerun_lua
 from . import _redis_scripts as lua
 from ._codec import outcome_from_json, outcome_to_json
 from ._redis_cluster import SlotSteps
@@ -77,6 +78,7 @@ from ._redis_loops import (
     listen,
     unavailable_reason,
 )
+from ._rerun import RerunTicket
 from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
 from ._store import (
     CapReached,
@@ -107,6 +109,8 @@ _SCRIPTS: Final = {
     "claim_input": lua.CLAIM_INPUT, "peek_inputs": lua.PEEK_INPUTS,
     "answer_input": lua.ANSWER_INPUT, "take_answer": lua.TAKE_ANSWER,
     "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP, "secret": lua.SECRET,
+    "rescue": rerun_lua.RESCUE, "requeue": rerun_lua.REQUEUE, "claim": rerun_lua.CLAIM,
+    "set_worker": rerun_lua.SET_WORKER,
 }  # fmt: skip
 #: On Redis Cluster: a task's scripts with the cluster's key functions, and the
 #: single-slot steps of what spans slots (:class:`~._redis_cluster.SlotSteps`).
@@ -154,7 +158,17 @@ def _record(task_id: str, h: dict[str, str]) -> TaskRecord | None:
         deadline=deadline,
         status_message=h.get("msg"),
         outcome=outcome_from_json(h.get("outcome")),
+        attempt=int(h.get("attempt", 1)),
+        rerun=_ticket(h),
     )
+
+
+def _ticket(h: dict[str, str]) -> RerunTicket | None:
+    """A re-runnable task's ticket, from its hash."""
+    job = h.get("job")
+    if job is None:
+        return None
+    return RerunTicket(h["tool"], int(h["attempts"]), float(h["backoff"]) / 1000, job)
 
 
 def _item_head(key: str) -> str:
@@ -369,7 +383,8 @@ class RedisTaskStore:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(repeat, self, "renew the lease", self.lease_seconds / 3,
                                self._keep_lease)  # fmt: skip
-            nursery.start_soon(repeat, self, "sweep dead instances", self.lease_seconds / 2,
+            nursery.start_soon(repeat, self, "sweep dead instances",
+                               min(self.lease_seconds / 2, self.hint_seconds),
                                self.sweep)  # fmt: skip
             await listen(self, client, self._keys.hints, events, task_status)
 
@@ -388,21 +403,63 @@ class RedisTaskStore:
         return bool(held)
 
     async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
-        """Fail the running tasks of dead instances (or of ``instance``, releasing
-        its lease) with :data:`~._shared.LEASE_LOST_MESSAGE`.
+        """The running tasks of dead instances (or of ``instance``, releasing its
+        lease): re-runnable ones queued to run again (or failed after their last
+        attempt), the others failed with :data:`~._shared.LEASE_LOST_MESSAGE`.
 
         Returns:
             How many tasks failed, and which instances were found dead.
         """
         if self._slots is not None:
+            # Redis Cluster: the sweep in single-slot steps (its tasks are failed; the
+            # re-run queue, one sorted set, is a single-node feature for now).
             failed, dead = await self._steps(
                 lambda steps, c: steps.sweep(c, LEASE_LOST_MESSAGE, now_iso(), instance)
             )
+            queued = 0
         else:
-            failed, dead = await self._script("sweep", LEASE_LOST_MESSAGE, now_iso(), instance)
-        if failed and not instance:
-            log.warning("%r: instance(s) %s stopped: %d task(s) failed", self, dead, failed)
+            failed, dead, queued = await self._script(
+                "rescue", LEASE_LOST_MESSAGE, now_iso(), instance, str(_now_ms())
+            )
+        if (failed or queued) and not instance:
+            log.warning(
+                "%r: instance(s) %s stopped: %d task(s) failed, %d queued to run again",
+                self, dead, failed, queued,
+            )  # fmt: skip
         return int(failed), [str(d) for d in dead]
+
+    # --- handing tasks between processes (RerunStore) ------------------------------------
+
+    async def requeue(
+        self,
+        task_ids: Collection[str],
+        *,
+        count: bool,
+        spend: bool = True,
+        message: str | None = None,
+    ) -> int:
+        """Queue these live re-runnable tasks of this process again (see
+        :class:`~._rerun.RerunStore`); how many workers are alive."""
+        workers = await self._script(
+            "requeue", self.instance, "1" if count else "0", "1" if spend else "0",
+            message or "", now_iso(),
+            str(_now_ms()), *task_ids,
+        )  # fmt: skip
+        return int(workers)
+
+    async def claim(self, tools: Collection[str], limit: int) -> list[TaskRecord]:
+        """Take up to ``limit`` due queued tasks of ``tools``, atomically."""
+        if not tools:
+            return []
+        flat = await self._script(
+            "claim", self.instance, self._lease_ms, str(_now_ms()), str(limit), *tools
+        )
+        records = [_record(str(flat[i]), _pairs(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return [r for r in records if r is not None]
+
+    async def set_worker(self, worker: bool) -> None:
+        """Count this process as a live worker (it claims queued work), or not."""
+        await self._script("set_worker", self.instance, "1" if worker else "0")
 
     # --- records -----------------------------------------------------------------------
 
@@ -583,6 +640,10 @@ def _create_args(
         fields += ["msg", record.status_message]
     if (outcome := outcome_to_json(record.outcome)) is not None:
         fields += ["outcome", outcome]
+    if (ticket := record.rerun) is not None:
+        fields += ["tool", ticket.tool, "attempts", str(ticket.attempts),
+                   "backoff", str(round(ticket.backoff * 1000)), "job", ticket.request,
+                   "attempt", str(record.attempt)]  # fmt: skip
     at = "" if expires is None else str(expires + EXPIRY_MARGIN_MS)
     return [
         record.task_id, record.owner, store.instance, record.status.value, record.created_at,

@@ -45,6 +45,7 @@ from ._connection import TaskConnection
 from ._ledger import TaskLedger, final_result
 from ._limits import CursorCodec, TaskLimits
 from ._open import open_task_store
+from ._rerun import ADOPTING, QUEUED_MESSAGE, RerunHost, RerunStore, RerunTicket
 from ._solo import Solo
 from ._store import MemoryTaskStore, Opened, TaskRecord, TaskStore
 
@@ -92,6 +93,16 @@ class TaskRegistry(TaskLedger):
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
+        self._rerun_host: RerunHost | None = None
+        #: False: a front process, whose tasks run on worker processes (queued in a
+        #: shared store that can hand work over; see ``_rerun``).
+        self.run_tasks = True
+        # Records of re-runnable tasks found live at open (SQLite): run again once running.
+        self._to_rerun: list[TaskRecord] = []
+        self.draining = False
+        if self.cluster is not None:
+            self.cluster.rerun = self.rerun
+            self.cluster.claim_tools = self._claim_tools
 
     # --- running -----------------------------------------------------------------------
 
@@ -117,6 +128,7 @@ class TaskRegistry(TaskLedger):
                 self._nursery = nursery
                 nursery.start_soon(self._reap)
                 await nursery.start(side.run)
+                self._rerun_restored()
                 try:
                     yield self
                 finally:
@@ -137,6 +149,8 @@ class TaskRegistry(TaskLedger):
             return
         for record in opened.records:
             self.records.add(record)
+            if record.rerun is not None and not record.status.is_terminal:
+                self._to_rerun.append(record)
             self._seq = max(self._seq, record.seq)
             if record.deadline != math.inf:
                 heapq.heappush(self._expiry, (record.deadline, record.task_id))
@@ -173,6 +187,7 @@ class TaskRegistry(TaskLedger):
         requested_ttl: int | None,
         origin: TaskConnection | None,
         progress_token: str | int | None = None,
+        rerun: RerunTicket | None = None,
     ) -> TaskActor:
         """Accept a task-augmented request and make its actor.
 
@@ -187,6 +202,9 @@ class TaskRegistry(TaskLedger):
             origin: The connection the request came on.
             progress_token: The request's progress token, valid for the
                 task's lifetime.
+            rerun: A re-runnable task's ticket (kept by the store). While a
+                claimed task's request is served again (``_rerun.ADOPTING``),
+                its record is adopted instead of a new one made.
 
         Returns:
             The actor; ``actor.record.snapshot()`` is the ``Task``. Call
@@ -201,9 +219,109 @@ class TaskRegistry(TaskLedger):
         """
         if self._nursery is None:
             raise RuntimeError("the task registry is not running (use registry.running())")
+        adopted = ADOPTING.get()
+        if adopted is not None:  # a claimed task served again: its record, not a new one
+            return self._adopt(adopted, work, progress_token)
         record = self.new_record(owner, method, requested_ttl)
+        record.rerun = rerun
+        store = self.store
+        if not self.run_tasks and rerun is not None and isinstance(store, RerunStore):
+            # A front: stored, then queued for the workers; no actor runs here.
+            record.status_message = QUEUED_MESSAGE
+            await self.side.create(record, self.limits.max_live_per_requestor)
+            await store.requeue([record.task_id], count=False)
+            audit.info("task queued id=%s context=%s", record.task_id, owner)
+            return TaskActor(self, record, None, progress_token)
         await self.side.create(record, self.limits.max_live_per_requestor)
         return self._install(record, work, origin, progress_token)
+
+    def _adopt(
+        self, record: TaskRecord, work: Work, progress_token: str | int | None
+    ) -> TaskActor:
+        """Run a task claimed from the store (or restored) again: its record, a new actor.
+
+        The requestor is not on this process: the actor has no origin connection
+        (its questions go through the store, or to the requestor's connection here).
+        """
+        task_id = record.task_id
+        actor = TaskActor(self, record, None, progress_token, work=work)
+        if self.records.get(task_id) is None:
+            self.keep(actor)
+        else:  # restored at open (SQLite): already indexed, its expiry scheduled
+            self.records.replace(record)
+            self._actors[task_id] = actor
+            self._live[record.owner] = self._live.get(record.owner, 0) + 1
+        audit.info("task re-run id=%s attempt=%d", task_id, record.attempt)
+        return actor
+
+    def rerun(self, record: TaskRecord) -> bool:
+        """Serve a claimed task's stored request again in this process.
+
+        Returns:
+            False when this process cannot (no re-runner, or the task already runs here).
+        """
+        host = self.rerun_host
+        if host is None or record.rerun is None or self.running_actor(record.task_id):
+            return False
+        host.rerun(record)
+        return True
+
+    @property
+    def rerun_host(self) -> RerunHost | None:
+        """Who serves a re-runnable task's stored request again (the App's re-runner)."""
+        return self._rerun_host
+
+    @rerun_host.setter
+    def rerun_host(self, host: RerunHost | None) -> None:
+        self._rerun_host = host
+        if self._nursery is not None:
+            self._rerun_restored()  # what the store found at open, if it waited for a host
+
+    def _claim_tools(self) -> frozenset[str]:
+        host = self.rerun_host
+        if host is None or not self.run_tasks or self.draining:
+            return frozenset()
+        return host.tools
+
+    def start_soon(self, fn: Any, *args: Any) -> None:
+        """Start ``fn(*args)`` in the actors' nursery (for the re-runner's work)."""
+        if self._nursery is None:
+            raise RuntimeError("the task registry is not running (use registry.running())")
+        self._nursery.start_soon(fn, *args)
+
+    async def drain(self, grace: float) -> None:
+        """Stop taking task work here; let the running tasks finish within ``grace`` seconds;
+        then hand the re-runnable ones still running to the other processes at once (a
+        store shared by processes) and return. What is left fails when the store closes.
+
+        New re-runnable tasks created here meanwhile are queued for the other processes
+        (as a front's are); no queued work is claimed any more.
+        """
+        self.draining = True
+        if self.cluster is not None:
+            self.cluster.draining = True
+            self.run_tasks = False
+        with trio.move_on_after(grace):
+            for actor in self.actors():  # (those started meanwhile are queued elsewhere)
+                await actor.done.wait()
+        if self.cluster is not None:
+            left = [
+                a.task_id for a in self.actors()
+                if a.record.rerun is not None and not a.record.status.is_terminal
+            ]  # fmt: skip
+            with contextlib.suppress(McpError):
+                await self.cluster.hand_off(left)
+            if left:
+                log.info("drain: %d re-runnable task(s) handed to other processes", len(left))
+
+    def _rerun_restored(self) -> None:
+        """Run again the re-runnable tasks a store of one process found live at open."""
+        if self._rerun_host is None:
+            return  # (kept until a host is set)
+        restored, self._to_rerun = self._to_rerun, []
+        for record in restored:
+            if not record.status.is_terminal:
+                self.rerun(record)
 
     def _install(
         self,

@@ -45,11 +45,13 @@ from ..._errors import INTERNAL_ERROR, McpError
 from ..._inline import leave_reader
 from .._messages import TaskStatus
 from ._codec import outcome_from_json, outcome_to_json
+from ._rerun import exhausted_message, rerun_message
 from ._store import (
     InputAnswer,
     InputItem,
     MemoryTaskStore,
     Opened,
+    RerunTicket,
     StoreEvents,
     TaskRecord,
     TaskStore,
@@ -88,11 +90,25 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, seq);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reruns (
+    task_id TEXT PRIMARY KEY,
+    tool TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    backoff REAL NOT NULL,
+    job TEXT NOT NULL,
+    attempt INTEGER NOT NULL
+);
 """
 _UPSERT: Final = (
     "INSERT OR REPLACE INTO tasks (task_id, owner, seq, method, status, created_at,"
     " last_updated_at, ttl, poll_interval, expires_at, status_message, outcome)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: A re-runnable task's ticket (``reruns``: a table of its own, added to older files
+#: by ``CREATE TABLE IF NOT EXISTS``; the ``tasks`` table is unchanged).
+_RERUN_UPSERT: Final = (
+    "INSERT OR REPLACE INTO reruns (task_id, tool, attempts, backoff, job, attempt)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -150,6 +166,9 @@ class SqliteTaskStore:
         seq = await self._memory.create(record, max_live=max_live)
         self._expires[record.task_id] = wall_expiry(record.deadline)
         self._write(("upsert", self._row(record)))
+        if (ticket := record.rerun) is not None:
+            self._write(("rerun", (record.task_id, ticket.tool, ticket.attempts,
+                                   ticket.backoff, ticket.request, record.attempt)))  # fmt: skip
         try:
             await self.sync()
         except McpError:
@@ -291,7 +310,11 @@ class SqliteTaskStore:
             return True
         # Each change sets a whole row (or deletes it): the last one per task wins.
         last: dict[str, tuple[Any, ...]] = {}
+        reruns: list[tuple[Any, ...]] = []
         for change in changes:
+            if change[0] == "rerun":
+                reruns.append(change[1])
+                continue
             last[change[1][0] if change[0] == "upsert" else change[1]] = change
         rows = [change[1] for change in last.values() if change[0] == "upsert"]
         gone = [(change[1],) for change in last.values() if change[0] == "delete"]
@@ -299,8 +322,11 @@ class SqliteTaskStore:
             conn.execute("BEGIN")
             if gone:
                 conn.executemany("DELETE FROM tasks WHERE task_id = ?", gone)
+                conn.executemany("DELETE FROM reruns WHERE task_id = ?", gone)
             if rows:
                 conn.executemany(_UPSERT, rows)
+            if reruns:
+                conn.executemany(_RERUN_UPSERT, reruns)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
@@ -420,18 +446,43 @@ class SqliteTaskStore:
         conn.execute(
             "DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_wall,)
         )
-        records, lost = [], 0
+        conn.execute(
+            "DELETE FROM reruns WHERE task_id NOT IN (SELECT task_id FROM tasks)"
+        )
+        tickets = {
+            row[0]: row[1:] for row in conn.execute(
+                "SELECT task_id, tool, attempts, backoff, job, attempt FROM reruns"
+            )
+        }  # fmt: skip
+        records, lost, changed = [], 0, []
         for row in conn.execute("SELECT * FROM tasks ORDER BY seq"):
             record = self._record(row, now_wall, now_trio)
+            if (ticket := tickets.get(record.task_id)) is not None:
+                tool, attempts, backoff, job, attempt = ticket
+                record.rerun = RerunTicket(tool, attempts, backoff, job)
+                record.attempt = attempt
             if not record.status.is_terminal:
-                record.status = TaskStatus.FAILED
-                record.status_message = LOST_MESSAGE
                 record.last_updated_at = now_iso()
-                lost += 1
+                changed.append(record)
+                if record.rerun is not None and record.attempt < record.rerun.attempts:
+                    # re-runnable: runs again in this process (the registry starts it)
+                    record.attempt += 1
+                    record.status = TaskStatus.WORKING
+                    record.status_message = rerun_message(record.attempt, record.rerun.attempts)
+                    conn.execute(
+                        "UPDATE reruns SET attempt = ? WHERE task_id = ?",
+                        (record.attempt, record.task_id),
+                    )
+                else:
+                    record.status = TaskStatus.FAILED
+                    record.status_message = (
+                        LOST_MESSAGE if record.rerun is None
+                        else exhausted_message(record.rerun.attempts)
+                    )  # fmt: skip
+                    lost += 1
             records.append(record)
-        for record in records:
-            if record.status_message == LOST_MESSAGE:
-                conn.execute(_UPSERT, self._row(record))
+        for record in changed:
+            conn.execute(_UPSERT, self._row(record))
         conn.execute("COMMIT")
         if lost:
             log.warning("%s: %d task(s) were running when the process stopped: failed", self, lost)

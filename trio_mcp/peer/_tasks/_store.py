@@ -23,6 +23,28 @@ TaskOutcome: TypeAlias = dict[str, Any] | ErrorData
 
 
 @final
+@attrs.frozen
+class RerunTicket:
+    """What a store keeps of a re-runnable task to run it again in any process.
+
+    Attributes:
+        tool: The tool's name (only a process hosting it claims the task).
+        attempts: The most runs (:attr:`Rerun.attempts`).
+        backoff: :attr:`Rerun.backoff`.
+        request: The request as JSON text (:func:`encode_request`).
+    """
+
+    tool: str
+    attempts: int
+    backoff: float
+    request: str
+
+    def delay_ms(self, attempt: int) -> int:
+        """Milliseconds before ``attempt`` may start."""
+        return round(float(self.backoff * 2 ** max(0, attempt - 2)) * 1000)
+
+
+@final
 @attrs.define(eq=False)
 class TaskRecord:
     """What a store keeps of one task: its state and, once terminal, its outcome."""
@@ -39,6 +61,10 @@ class TaskRecord:
     deadline: float
     status_message: str | None = None
     outcome: TaskOutcome | None = None
+    #: Which run of the task this is (1-based; a re-run after its process stopped: 2...).
+    attempt: int = 1
+    #: A re-runnable task's request, to run it again in any process (see ``_rerun``).
+    rerun: RerunTicket | None = None
 
     def wire(self) -> dict[str, Any]:
         """The record as a wire ``Task`` object: ``to_wire(self.snapshot())``, built directly.

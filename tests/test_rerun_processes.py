@@ -26,6 +26,7 @@ import trio_mcp
 from trio_mcp import TaskStatus
 
 from .helpers import serving
+from .redis_cluster import cluster_store_url
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "task_server.py"
 LEASE = 2  # seconds: short, so a SIGKILL is noticed quickly
@@ -41,11 +42,13 @@ def store_of(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
     """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
     if kind == "redis":
         return _store(request.getfixturevalue("redis_url"), tmp_path)
+    if kind == "redis-cluster":  # a prefix of its own on a three-master Redis Cluster
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=LEASE)
     return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
 
 
 #: (store, era) pairs: each store and each era runs, without running every pair.
-PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28")]
+PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28"), ("redis-cluster", "2026-07-28")]
 
 
 @pytest.fixture(params=PAIRS, ids=[f"{s}-{e}" for s, e in PAIRS])

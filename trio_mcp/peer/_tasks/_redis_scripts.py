@@ -14,11 +14,12 @@ opaque string: no script decodes JSON (``cjson`` would round numbers).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, final
 
 import attrs
 
 
+@final
 @attrs.frozen
 class RedisKeys:
     """The names of the store's keys under ``prefix``, standalone or on Redis Cluster.

@@ -115,6 +115,21 @@ class RedisCluster:
                 self._check(deadline, f"node {port} did not reach cluster_state:ok")
                 time.sleep(0.05)
 
+    def node_id(self, i: int) -> str:
+        """Master ``i``'s cluster node id."""
+        return _command(self.ports[i], "CLUSTER", "MYID").split("\r\n")[1]
+
+    def move_slots(self, source: int, target: int, count: int) -> None:
+        """Move ``count`` slots, with their keys, from master ``source`` to ``target``
+        (``redis-cli --cluster reshard``)."""
+        assert REDIS_CLI is not None
+        subprocess.run(
+            [REDIS_CLI, "--cluster", "reshard", f"127.0.0.1:{self.ports[source]}",
+             "--cluster-from", self.node_id(source), "--cluster-to", self.node_id(target),
+             "--cluster-slots", str(count), "--cluster-yes"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+
     def kill_node(self, i: int) -> None:
         """``SIGKILL`` master ``i`` (its AOF and cluster config stay)."""
         process = self.processes[i]

@@ -225,3 +225,39 @@ async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
             assert await store.update_many(done[1:]) == [True] * (len(done) - 1)
             page, _ = await store.page("alice", 0, 100)
             assert {r.task_id for r in page if r.status is TaskStatus.COMPLETED} == on_down
+
+
+def test_redis_cluster_errors_that_mean_unavailable() -> None:
+    require_redis()
+    from coredis.exceptions import ClusterDownError, ClusterError, ResponseError, TryAgainError
+
+    from trio_mcp.peer._tasks._redis_loops import unavailable_reason
+
+    for exc in (ClusterDownError("CLUSTERDOWN The cluster is down"),
+                ClusterError("TTL exhausted"), TryAgainError("TRYAGAIN"),
+                ResponseError("CLUSTERDOWN Hash slot not served")):  # fmt: skip
+        assert unavailable_reason(exc) is not None, exc
+    assert unavailable_reason(ResponseError("ERR wrong number of arguments")) is None
+
+
+@pytest.mark.slow
+async def test_redis_cluster_store_follows_slots_that_move(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    require_redis_cluster()
+    with running_redis_cluster(tmp_path_factory.mktemp("rcl")) as cluster:
+        async with opened(_store(cluster_store_url(cluster))) as (store, _):
+            made = []
+            for i in range(100):
+                rec = _record(f"t-{i}")
+                rec.seq = await store.create(rec, max_live=1000)
+                made.append(rec)
+            pattern = f"{store.prefix}:{{t:*}}"
+            before = set(await cluster.keys_on(cluster.ports[1], pattern))
+            await trio.to_thread.run_sync(cluster.move_slots, 0, 1, 3000)
+            assert set(await cluster.keys_on(cluster.ports[1], pattern)) > before  # some moved
+            assert all([await store.get(r.task_id) for r in made])
+            done = [attrs.evolve(r, status=TaskStatus.COMPLETED) for r in made]
+            assert await store.update_many(done) == [True] * 100
+            page, more = await store.page("alice", 0, 200)
+            assert [r.status for r in page] == [TaskStatus.COMPLETED] * 100 and not more

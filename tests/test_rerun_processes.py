@@ -51,7 +51,11 @@ def store_of(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
 PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28"), ("redis-cluster", "2026-07-28")]
 
 
-@pytest.fixture(params=PAIRS, ids=[f"{s}-{e}" for s, e in PAIRS])
+@pytest.fixture(params=[
+    pytest.param(pair, id=f"{pair[0]}-{pair[1]}",
+                 marks=[pytest.mark.slow] if pair[0] == "redis-cluster" else [])
+    for pair in PAIRS
+])  # fmt: skip
 def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """A store URL of this test's own, and the era the clients speak."""
     kind, era = request.param

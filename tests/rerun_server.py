@@ -20,10 +20,12 @@ LOG = sys.argv[2]
 
 
 @app.tool(task_support="optional", rerun=trio_mcp.Rerun(attempts=3))
-async def ask_then_sleep(ctx: trio_mcp.RequestContext, question: str) -> str:
-    """Ask ``question`` (yes/no), then sleep 0.2 s; the answer and the attempt."""
+async def ask_then_sleep(ctx: trio_mcp.RequestContext, question: str, delay: float = 0) -> str:
+    """After ``delay`` s, ask ``question`` (yes/no), then sleep 0.2 s; the answer and the
+    attempt."""
     with open(LOG, "a") as f:  # noqa: ASYNC230 (a test log)
         f.write(f"{ctx.task_id} {ctx.attempt} {os.getpid()}\n")
+    await trio.sleep(delay)
     answer = await ctx.elicit(
         question,
         {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},

@@ -205,3 +205,24 @@ def test_bench_stores_prints_every_store_and_the_targets() -> None:
             assert f"trio-mcp, {store} store: not available" in out, out
     assert "| target (issue 24) |" in out
     assert "| 200 in-flight creates >= 0.5x memory |" in out
+
+
+def test_bench_rerun_prints_the_rerun_delay_and_the_throughputs() -> None:
+    """``python -m bench.rerun --reps 1 --tasks 20`` (Redis): a re-run delay line and the two
+    throughputs. No timing is checked."""
+    import shutil
+
+    if shutil.which("redis-server") is None or not _importable("coredis"):
+        pytest.skip("redis-server or coredis is not installed")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.rerun", "--reps", "1", "--tasks", "20"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("rerun 1: SIGKILL -> working again: min ") for line in lines)
+    assert any(line.startswith("median one: ") for line in lines)
+    assert any(line.startswith("median front+2: ") for line in lines)

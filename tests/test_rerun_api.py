@@ -4,6 +4,9 @@ on a stored request, and what a task's record keeps (both eras, in memory)."""
 from __future__ import annotations
 
 import json
+import signal
+import sys
+from pathlib import Path
 
 import pytest
 import trio
@@ -12,6 +15,8 @@ import trio.lowlevel
 import trio_mcp
 from trio_mcp import RemoteError, Rerun
 from trio_mcp.peer._tasks._rerun import decode_request, exhausted_message, rerun_message
+
+from .helpers import serving
 
 
 def server() -> trio_mcp.App:
@@ -90,3 +95,46 @@ async def test_a_request_over_the_bound_is_refused_with_a_clear_error(era: str) 
         # the connection keeps working
         handle = await client.call_tool_task("resumable", {"text": "ok"})
         assert (await handle.result()).text == "ok 1 True"
+
+
+DRAINED = """
+import sys
+
+import trio
+
+import trio_mcp
+
+app = trio_mcp.App("drained")
+
+
+@app.tool(task_support="optional")
+async def slow(seconds: float) -> str:
+    await trio.sleep(seconds)
+    return "done"
+
+
+app.run("http", port=0, grace=5)
+"""
+
+
+async def test_app_run_drains_on_sigterm_answers_requests_in_flight_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "server.py"
+    script.write_text(DRAINED)
+    async with serving([sys.executable, str(script)]) as (proc, words):
+        async with trio_mcp.open_http_client(words[0]) as client:
+            task = await client.call_tool_task("slow", {"seconds": 1.0})
+            async with trio.open_nursery() as nursery:
+                answers: list[str] = []
+
+                async def plain_call() -> None:
+                    answers.append((await client.call_tool("slow", {"seconds": 0.5})).text)
+
+                nursery.start_soon(plain_call)
+                await trio.sleep(0.2)
+                proc.send_signal(signal.SIGTERM)  # a request in flight, a task running
+            assert answers == ["done"]
+            assert (await task.result()).text == "done"  # finished within the grace
+        with trio.fail_after(20):
+            assert await proc.wait() == 0

@@ -261,7 +261,7 @@ http {{
             proxy_set_header Host $host:$server_port;
             proxy_buffering off;
             proxy_read_timeout 120s;
-            proxy_next_upstream error timeout http_502;
+            proxy_next_upstream error timeout non_idempotent;
         }}
     }}
 }}

@@ -65,7 +65,10 @@ def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]
 OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28")]
 
 
-@pytest.fixture(params=OTHER_PAIRS, ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
+@pytest.fixture(params=[
+    pytest.param(OTHER_PAIRS[0], marks=pytest.mark.slow),  # (the default run: one pair)
+    OTHER_PAIRS[1],
+], ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
 def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""
     kind, era = request.param
@@ -131,6 +134,9 @@ async def wait_runs(log: Path, task_ids: list[str], timeout: float = 20) -> None
 
 
 def client(url: str, era: str) -> Any:
+    """A client of the example over its URL's transport (WebSocket or Streamable HTTP)."""
+    if url.startswith("ws"):
+        return trio_mcp.open_websocket_client(url, token=TOKEN, era=era)
     return trio_mcp.open_http_client(url, token=TOKEN, era=era)
 
 
@@ -140,7 +146,12 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
     shared_store, era = store_era
     log = tmp_path / "runs.log"
     async with AsyncExitStack() as stack:
-        procs = [await stack.enter_async_context(server(shared_store, log)) for _ in range(3)]
+        # WebSocket with 2025-11-25 on Redis, Streamable HTTP with 2026-07-28 on PostgreSQL
+        transport = "--ws" if era == "2025-11-25" else "--http"
+        procs = [
+            await stack.enter_async_context(server(shared_store, log, transport=transport))
+            for _ in range(3)
+        ]
         (proc_a, a), (_, b), (_, c) = procs
         handles: dict[str, str] = {}
         async with client(a, era) as on_a, client(c, era) as on_c:
@@ -163,8 +174,9 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
                     assert result.text == f"slept {duration} s (attempt {attempt})"
             # the CLI shows the attempt that finished it
             rerun_id = next(t for t, where in handles.items() if where == "a")
+            option = "--ws" if b.startswith("ws") else "--http"
             cli = await trio.run_process(
-                [sys.executable, "-m", "trio_mcp", "tasks", "get", rerun_id, "--http", b,
+                [sys.executable, "-m", "trio_mcp", "tasks", "get", rerun_id, option, b,
                  "--token", TOKEN, "--era", era],
                 capture_stdout=True, capture_stderr=True, env=_env(log),
             )  # fmt: skip
@@ -231,10 +243,14 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
             assert len(pids) == 1 and pids[0] in (w1.pid, w2.pid)
 
 
+@pytest.mark.parametrize(("kind", "era"), [
+    ("redis", "2025-11-25"),
+    pytest.param("postgres", "2026-07-28", marks=pytest.mark.slow),  # (default run: one)
+])
 async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
-    store_era: tuple[str, str], tmp_path: Path
+    kind: str, era: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    shared_store, era = store_era
+    shared_store = store_of(request, kind, tmp_path)
     log = tmp_path / "runs.log"
     grace = "1.5"
     async with AsyncExitStack() as stack:
@@ -362,3 +378,58 @@ async def test_input_required_when_its_process_died_starts_over_and_asks_again(
     assert got == ["yes (attempt 2)"]
     assert asked == ["ship it?", "ship it?"]  # asked again by the second run
     assert [att for att, _ in runs(log)[created.task_id]] == [1, 2]
+
+
+async def test_an_answer_sent_to_another_process_before_the_question_reached_the_store_counts(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """tasks/update through another process while the question is not in the store yet (the
+    requestor read it from the actor's own process, behind a load balancer): the answer is
+    kept for the actor, not dropped (it was, leaving the task input_required for ever)."""
+    store = store_of(request, "redis", tmp_path)
+    log = tmp_path / "runs.log"
+    app = trio_mcp.App("declining-client")  # answers "no": only the early answer says yes
+
+    @app.on_elicitation
+    async def decline(
+        ctx: trio_mcp.RequestContext, params: trio_mcp.ElicitParams
+    ) -> trio_mcp.ElicitResult:
+        return trio_mcp.ElicitResult(action="accept", content={"ok": False})
+
+    async with question_server(store, log) as (_, a), question_server(store, log) as (_, b):
+        async with trio_mcp.open_http_client(a, app, token=TOKEN, era="2026-07-28") as on_a, \
+                trio_mcp.open_http_client(b, app, token=TOKEN, era="2026-07-28") as on_b:  # fmt: skip
+            created = await on_a.call_tool_task(
+                "ask_then_sleep", {"question": "ship it?", "delay": 1.0}
+            )
+            assert (await on_b.get_task(created.task_id)).status is TaskStatus.WORKING
+            # the key the question will have (the first elicitation of the task)
+            await on_b.request_raw("tasks/update", {
+                "taskId": created.task_id,
+                "inputResponses": {"elicitation-1": {"action": "accept", "content": {"ok": True}}},
+            })  # fmt: skip
+            with trio.fail_after(15):
+                result = await on_b.task_handle(created.task_id, trio_mcp.CallToolResult).result()
+            assert result.text == "yes (attempt 1)"
+
+
+async def test_a_websocket_server_no_client_ever_reached_claims_a_rerun(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = store_of(request, "redis", tmp_path)
+    log = tmp_path / "runs.log"
+    async with server(store, log, transport="--ws") as (proc_a, a), server(
+        store, log, transport="--ws"
+    ) as (proc_b, b):
+        async with client(a, "2025-11-25") as on_a:
+            handle = await on_a.call_tool_task("resumable_sleep", {"seconds": 0.5})
+        await wait_runs(log, [handle.task_id])
+        proc_a.send_signal(signal.SIGKILL)
+        await proc_a.wait()
+        with trio.fail_after(LEASE * 3 + 10):  # B runs it again with no connection of its own
+            while len(runs(log)[handle.task_id]) < 2:  # noqa: ASYNC110 (a file)
+                await trio.sleep(0.05)
+        assert runs(log)[handle.task_id][1] == (2, proc_b.pid)
+        async with client(b, "2025-11-25") as on_b:
+            result = await on_b.task_handle(handle.task_id, trio_mcp.CallToolResult).result()
+            assert result.text == "slept 0.5 s (attempt 2)"

@@ -57,9 +57,10 @@ class App(_BaseApp, metaclass=_Documented):
         *,
         host: str = "127.0.0.1",
         port: int = 8000,
+        grace: float = 30.0,
         **options: Any,
     ) -> None:
-        """Serve this App until stdin closes (stdio) or Ctrl-C, then return.
+        """Serve this App until stdin closes (stdio), Ctrl-C or SIGTERM (drained), then return.
 
         Starts its own Trio run (``trio.run``): call it from a script, not
         from inside Trio (there, use :func:`trio_mcp.serve_stdio` or
@@ -72,6 +73,9 @@ class App(_BaseApp, metaclass=_Documented):
                 for the last two the URL is printed on stderr.
             host: Address to bind (``ws``, ``http``); loopback by default.
             port: Port to bind (``ws``, ``http``); 0 picks a free one.
+            grace: On SIGTERM the App drains (:meth:`App.drain`): its running
+                tasks get ``grace`` seconds, the re-runnable ones left are handed
+                to the other processes of a shared store; then it returns.
             **options: Passed to :func:`trio_mcp.serve_stdio`,
                 :func:`trio_mcp.serve_websocket` or :func:`trio_mcp.serve_http`
                 (e.g. ``tokens=``).
@@ -83,8 +87,11 @@ class App(_BaseApp, metaclass=_Documented):
                 taken (or cannot be bound), or the App's task store cannot be
                 opened; one line on stderr names the address or the store.
         """
+        from ._worker import until_drained
+
         if transport == "stdio":
-            main = partial(_serve, partial(serve_stdio, self, **options), self, None)
+            serving: Callable[..., Awaitable[None]] = partial(serve_stdio, self, **options)
+            where = None
         elif transport in ("ws", "http"):
             # Imported here: a stdio server never loads the WebSocket or HTTP stack.
             serve: Callable[..., Awaitable[None]]
@@ -92,10 +99,10 @@ class App(_BaseApp, metaclass=_Documented):
                 from .transports._websocket_server import serve_websocket as serve
             else:
                 from .transports._http_server import serve_http as serve
-            main = partial(_serve, partial(serve, self, host, port, **options), self,
-                           f"{host}:{port}")
+            serving, where = partial(serve, self, host, port, **options), f"{host}:{port}"
         else:
             raise ValueError(f"transport must be 'stdio', 'ws' or 'http', not {transport!r}")
+        main = partial(_serve, partial(until_drained, self, serving, grace=grace), self, where)
         try:
             trio.run(main)
         except KeyboardInterrupt:

@@ -20,18 +20,10 @@ from typing import Any, Final
 
 import trio
 
-from .peer import App, Peer
-from .peer._rerun_host import Rerunner
+from .peer import App, host_reruns
 
 #: Seconds a draining process gives its running tasks to finish, by default.
 DEFAULT_GRACE: Final = 30.0
-
-
-def host_reruns(app: App) -> None:
-    """Make ``app``'s registry able to serve claimed tasks again (a server's peers do
-    this when they are made; a worker has none)."""
-    if app.registry.rerun_host is None:
-        app.registry.rerun_host = Rerunner(app, Peer)
 
 
 async def serve_worker(

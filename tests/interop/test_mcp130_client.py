@@ -41,7 +41,7 @@ def test_initialize_and_tools_list(report: dict[str, Any]) -> None:
     assert report["ping"]["ok"]
     assert report["tools"] == {
         "echo": None, "summarize": "optional", "sleep": "optional", "park": "optional",
-        "fail": "optional", "approve": "required",
+        "fail": "optional", "approve": "required", "resumable_sleep": "optional",
     }
 
 

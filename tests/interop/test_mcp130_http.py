@@ -35,7 +35,9 @@ async def test_mcp130_streamable_http_client_against_serve_http(mcp130: Path) ->
     assert report["protocolVersion"] == "2025-11-25"
     assert report["serverName"] == "trio-mcp-example"
     assert report["sessionId"]
-    assert report["tools"] == ["approve", "echo", "fail", "park", "sleep", "summarize"]
+    assert report["tools"] == [
+        "approve", "echo", "fail", "park", "resumable_sleep", "sleep", "summarize"
+    ]
     assert report["echo"] == "hi"
     assert report["sleep"] == "slept 0.2 seconds" and report["progress"] == [1, 2]
     assert report["summarize"] == "sampled over streamable http"

@@ -62,7 +62,7 @@ def test_initialize_and_tools_list(report: dict[str, Any]) -> None:
     # execution.taskSupport as the SDK read it; absent means forbidden.
     assert report["tools"] == {
         "echo": None, "summarize": "optional", "sleep": "optional", "park": "optional",
-        "fail": "optional", "approve": "required",
+        "fail": "optional", "approve": "required", "resumable_sleep": "optional",
     }
 
 

@@ -27,6 +27,7 @@ from ._messages import Undecodable as Undecodable
 from ._messages import decode_message as decode_message
 from ._messages import encode_for_wire as encode_for_wire
 from ._peer import Peer as Peer
+from ._peer import host_reruns as host_reruns
 from ._peer import open_peer as open_peer
 from ._request_server import Outlet as Outlet
 from ._request_server import RequestServer as RequestServer

@@ -86,8 +86,8 @@ class Peer(
     ) -> None:
         super().__init__(app, bus, role, client_info=client_info)
         self.era = era
-        if role is Role.SERVER and app.registry.rerun_host is None:
-            app.registry.rerun_host = Rerunner(app, Peer)  # serves claimed tasks again
+        if role is Role.SERVER:
+            host_reruns(app)
         install_features(self)
         if role is Role.SERVER:
             offer_both_eras(self)  # the first request chooses (or the transport did)
@@ -141,6 +141,14 @@ class Peer(
 
 # Peer's bases are the catalogue: a feature missing from either is a bug.
 assert Peer.__mro__[1 : 1 + len(FEATURES)] == FEATURES, "Peer bases must be _catalog.FEATURES"
+
+
+def host_reruns(app: App) -> None:
+    """Let ``app`` serve claimed re-runnable tasks again (a :class:`Rerunner` as its
+    registry's host): done by every server peer when it is made, and by a server or a
+    worker that runs the registry before any connection."""
+    if app.registry.rerun_host is None:
+        app.registry.rerun_host = Rerunner(app, Peer)
 
 
 @asynccontextmanager

@@ -25,7 +25,7 @@ import trio_websocket
 
 from .._util import unwrap_group
 from ..auth import CallbackVerifier, Identity, InvalidToken, TokenVerifier
-from ..peer import IDENTITY_INFO, App, Peer, Role
+from ..peer import IDENTITY_INFO, App, Peer, Role, host_reruns
 from ._websocket import (
     DEFAULT_MAX_MESSAGE_SIZE,
     HANDSHAKE_TIMEOUT,
@@ -290,6 +290,7 @@ async def serve_websocket(
     if verifier is None and (tokens is not None or authenticate is not None):
         verifier = CallbackVerifier(tokens, authenticate)
     server = _WebSocketServer(app, _Handshake(verifier, allowed_origins), max_message_size)
+    host_reruns(app)  # claims re-runs before any connection
     with unwrap_group():
         async with app.registry.running():
             listeners: list[trio.abc.Listener[Any]]

@@ -46,7 +46,9 @@ async def test_peer_server_sees_client_info_and_capabilities() -> None:
 async def test_peer_tools_list_and_plain_calls(transport: str) -> None:
     async with connect(transport) as client:
         tools = {t.name: t for t in await client.list_all_tools()}
-        assert set(tools) == {"echo", "summarize", "sleep", "park", "fail", "approve"}
+        assert set(tools) == {
+            "echo", "summarize", "sleep", "park", "fail", "approve", "resumable_sleep"
+        }
         assert tools["echo"].execution is None  # forbidden is the default
         assert tools["sleep"].task_support == "optional"
         assert tools["approve"].task_support == "required"

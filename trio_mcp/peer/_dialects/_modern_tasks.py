@@ -256,14 +256,16 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
         )
     record = await _record(peer, req, task_id)
     actor = peer.app.registry.running_actor(task_id)
+    cluster = peer.app.registry.cluster
     if actor is not None and actor.pulled is not None:
         actor.pulled.answer(responses)
-    elif (queued := await _queued(peer, record)) and peer.app.registry.cluster is not None:
-        # Its actor runs in another process: the answers go through the store.
-        store = peer.app.registry.cluster.store
+    elif cluster is not None and not record.status.is_terminal:
+        # Its actor runs in another process: the answers go through the store, also for
+        # a key not queued there yet (the requestor may have read the question from the
+        # actor's own process before its queueing reached the store); the actor takes
+        # only the answers to its own keys, so unknown ones are ignored all the same.
         for key, value in responses.items():
-            if key in queued:  # unknown or answered keys are ignored
-                await store.answer_input(task_id, key, InputAnswer(result=value))
+            await cluster.store.answer_input(task_id, key, InputAnswer(result=value))
     return {}
 
 

@@ -294,7 +294,8 @@ class PostgresTaskStore:
         self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Until cancelled: hints to ``events.on_hint``; the lease renewed every lease/3 s;
-        dead instances swept and expired rows purged every lease/2 s. Survives outages."""
+        dead instances swept (their re-runnable tasks queued again) and expired rows purged every
+        min(lease/2, hint) s. Survives outages."""
         pool = self._pool
         if pool is None:
             raise RuntimeError(f"{self!r} is not open")

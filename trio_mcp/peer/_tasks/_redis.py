@@ -28,7 +28,9 @@ Key layout on a standalone Redis (``P`` is the prefix)::
     P:ans:{task_id}    HASH  request key -> answer JSON.
     P:secret           STRING the shared cursor secret (hex; SET NX by the first).
     P:hints            pub/sub channel: "kind|task_id", kind in status, cancel,
-                             input, answer.
+                             input, answer, queue.
+    P:queue, P:workers and a re-runnable task's hash fields (tool, attempts, backoff,
+                             job, attempt): see :mod:`._redis_rerun`.
 
 On Redis Cluster the same data lives under names whose hash tag keeps what one
 script touches in one slot (:class:`~._redis_scripts.RedisKeys`)::
@@ -375,7 +377,8 @@ class RedisTaskStore:
         self, events: StoreEvents, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Until cancelled: deliver hints to ``events.on_hint``, renew the lease every
-        lease/3 s, fail dead instances' tasks every lease/2 s. Survives Redis outages
+        lease/3 s, sweep dead instances' tasks (queue the re-runnable ones, fail the others) every
+        min(lease/2, hint) s. Survives Redis outages
         (reconnects with backoff). Reports started once subscribed (or once the first
         subscription attempt failed: hints then wait for Redis, the rest goes on)."""
         client = self._client

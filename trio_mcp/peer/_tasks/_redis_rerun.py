@@ -25,14 +25,18 @@ from typing import Final
 from ._redis_scripts import _CLUSTER_PRELUDE, _PRELUDE
 
 _REQUEUE_ONE: Final = """
--- Puts live task `id` (runner `runner`) back in the queue: its attempt counted
+-- Puts live task `id` of runner `runner` (nil: any) back in the queue: its attempt counted
 -- (`count`: its run was interrupted) or not (a front queued it); a drain's hand-off
 -- does not `spend` one of the attempts allowed (it raises the bound). Returns 1 if it was
 -- queued, 2 if it failed (no attempt left), 0 if it is not re-runnable or not live.
 local function requeue(id, runner, count, spend, message, updated, now)
   local key = tkey(id)
-  local cur = redis.call('HMGET', key, 'status', 'owner', 'job', 'attempt', 'attempts', 'backoff')
-  if runner then redis.call('SREM', P .. ':runs:' .. runner, id) end
+  local cur = redis.call('HMGET', key, 'status', 'owner', 'job', 'attempt', 'attempts',
+    'backoff', 'runner')
+  if runner then
+    if cur[7] ~= runner then return 0 end  -- not (or no longer) this process's
+    redis.call('SREM', P .. ':runs:' .. runner, id)
+  end
   if (not cur[1]) or TERMINAL[cur[1]] then return 0 end
   if not cur[3] then return 0 end
   local attempt = tonumber(cur[4] or '1')

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import Any, Final, Protocol, final, runtime_checkable
 
 import attrs
@@ -219,8 +219,3 @@ class RerunHost(Protocol):
 ADOPTING: contextvars.ContextVar[TaskRecord | None] = contextvars.ContextVar(
     "trio_mcp_adopting", default=None
 )
-
-
-def ticket_fields(records: Sequence[TaskRecord]) -> list[tuple[TaskRecord, RerunTicket]]:
-    """The records that carry a ticket, with it."""
-    return [(r, r.rerun) for r in records if r.rerun is not None]

@@ -29,19 +29,15 @@ class RerunTicket:
 
     Attributes:
         tool: The tool's name (only a process hosting it claims the task).
-        attempts: The most runs (:attr:`Rerun.attempts`).
-        backoff: :attr:`Rerun.backoff`.
-        request: The request as JSON text (:func:`encode_request`).
+        attempts: The most runs (:attr:`trio_mcp.Rerun.attempts`).
+        backoff: :attr:`trio_mcp.Rerun.backoff`.
+        request: The request as JSON text (``_rerun.encode_request``).
     """
 
     tool: str
     attempts: int
     backoff: float
     request: str
-
-    def delay_ms(self, attempt: int) -> int:
-        """Milliseconds before ``attempt`` may start."""
-        return round(float(self.backoff * 2 ** max(0, attempt - 2)) * 1000)
 
 
 @final

@@ -246,6 +246,7 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
 @pytest.mark.parametrize(("kind", "era"), [
     ("redis", "2025-11-25"),
     pytest.param("postgres", "2026-07-28", marks=pytest.mark.slow),  # (default run: one)
+    pytest.param("redis-cluster", "2026-07-28", marks=pytest.mark.slow),
 ])
 async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
     kind: str, era: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -62,12 +62,13 @@ def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]
     return store_of(request, kind, tmp_path), era
 
 
-OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28")]
+OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28"), ("redis-cluster", "2025-11-25")]
 
 
 @pytest.fixture(params=[
     pytest.param(OTHER_PAIRS[0], marks=pytest.mark.slow),  # (the default run: one pair)
     OTHER_PAIRS[1],
+    pytest.param(OTHER_PAIRS[2], marks=pytest.mark.slow),
 ], ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
 def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""

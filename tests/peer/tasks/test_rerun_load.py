@@ -1,6 +1,7 @@
 """Work that outlives its process under load (issue 32): the heavy tests.
 
-``examples/task_server.py`` processes on a private redis-server or PostgreSQL; the
+``examples/task_server.py`` processes on a private redis-server (and again on a
+private three-master Redis Cluster) or PostgreSQL; the
 ``resumable_sleep`` tool logs ``task_id attempt pid time`` at each run.
 
 - three processes, 300 running re-runnable tasks, SIGKILL of one: every task
@@ -35,6 +36,7 @@ import trio_mcp
 from trio_mcp import TaskStatus
 
 from tests.helpers import free_port
+from tests.redis_cluster import cluster_store_url
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "task_server.py"
 LEASE = 2
@@ -86,18 +88,25 @@ def runs(log: Path) -> dict[str, list[tuple[int, int, float]]]:
     return out
 
 
-def redis_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+#: Both Redis kinds: a private redis-server, and a private three-master Redis Cluster.
+REDIS_KINDS = pytest.mark.parametrize("redis_kind", ["redis", "redis-cluster"])
+
+
+def redis_store(request: pytest.FixtureRequest, tmp_path: Path, kind: str = "redis") -> str:
+    if kind == "redis-cluster":  # a prefix of its own on the cluster
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=LEASE)
     url = request.getfixturevalue("redis_url")
     sep = "&" if "?" in url else "?"
     return f"{url}{sep}lease={LEASE}&prefix=l{tmp_path.name[-12:]}"
 
 
+@REDIS_KINDS
 async def test_300_running_tasks_sigkill_of_one_process_each_rerun_once_within_lease_plus_2(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, redis_kind: str
 ) -> None:
     import time
 
-    store = redis_store(request, tmp_path)
+    store = redis_store(request, tmp_path, redis_kind)
     log = tmp_path / "runs.log"
     async with AsyncExitStack() as stack:
         procs = [await stack.enter_async_context(server(store, log)) for _ in range(3)]
@@ -132,12 +141,13 @@ async def test_300_running_tasks_sigkill_of_one_process_each_rerun_once_within_l
 # A client whose server is SIGKILLed mid-answer leaves httpx's response stream to the
 # garbage collector (a ResourceWarning from httpx, on the client side): not this test's matter.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@REDIS_KINDS
 async def test_chaos_50_clients_2000_tasks_random_sigkill_every_3_s_none_lost_or_failed(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, redis_kind: str
 ) -> None:
     import time
 
-    store = redis_store(request, tmp_path)
+    store = redis_store(request, tmp_path, redis_kind)
     log = tmp_path / "runs.log"
     urls: list[str] = ["", "", ""]
     deaths: dict[int, float] = {}  # pid -> when it was SIGKILLed

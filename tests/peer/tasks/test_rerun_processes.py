@@ -26,6 +26,7 @@ import trio_mcp
 from trio_mcp import TaskStatus
 
 from tests.helpers import serving
+from tests.redis_cluster import cluster_store_url
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "task_server.py"
 LEASE = 2  # seconds: short, so a SIGKILL is noticed quickly
@@ -41,26 +42,33 @@ def store_of(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
     """The URL of a store of this test's own: a Redis prefix or a fresh PostgreSQL database."""
     if kind == "redis":
         return _store(request.getfixturevalue("redis_url"), tmp_path)
+    if kind == "redis-cluster":  # a prefix of its own on a three-master Redis Cluster
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=LEASE)
     return f"{request.getfixturevalue('postgres_url')}&lease={LEASE}"
 
 
 #: (store, era) pairs: each store and each era runs, without running every pair.
-PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28")]
+PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28"), ("redis-cluster", "2026-07-28")]
 
 
-@pytest.fixture(params=PAIRS, ids=[f"{s}-{e}" for s, e in PAIRS])
+@pytest.fixture(params=[
+    pytest.param(pair, id=f"{pair[0]}-{pair[1]}",
+                 marks=[pytest.mark.slow] if pair[0] == "redis-cluster" else [])
+    for pair in PAIRS
+])  # fmt: skip
 def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """A store URL of this test's own, and the era the clients speak."""
     kind, era = request.param
     return store_of(request, kind, tmp_path), era
 
 
-OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28")]
+OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28"), ("redis-cluster", "2025-11-25")]
 
 
 @pytest.fixture(params=[
     pytest.param(OTHER_PAIRS[0], marks=pytest.mark.slow),  # (the default run: one pair)
     OTHER_PAIRS[1],
+    pytest.param(OTHER_PAIRS[2], marks=pytest.mark.slow),
 ], ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
 def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""
@@ -239,6 +247,7 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
 @pytest.mark.parametrize(("kind", "era"), [
     ("redis", "2025-11-25"),
     pytest.param("postgres", "2026-07-28", marks=pytest.mark.slow),  # (default run: one)
+    pytest.param("redis-cluster", "2026-07-28", marks=pytest.mark.slow),
 ])
 async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
     kind: str, era: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -1,6 +1,7 @@
 """Re-runnable tasks in the shared stores (issue 32): queue, claim, attempts, cancel.
 
-On a private redis-server and a private PostgreSQL (``rerun_store``): a dead process's
+On a private redis-server, a private three-master Redis Cluster and a private
+PostgreSQL (``rerun_store``): a dead process's
 re-runnable task is queued again by the sweep and claimed by exactly one of ten real
 processes racing for it; a cancel stored first wins over a claim; after the last
 attempt the task is ``failed`` with its attempts in the message; PostgreSQL's
@@ -24,15 +25,19 @@ from trio_mcp.peer._tasks._open import open_task_store
 from trio_mcp.peer._tasks._rerun import RerunTicket, exhausted_message, rerun_message
 from trio_mcp.peer._tasks._shared import LEASE_LOST_MESSAGE
 
+from tests.redis_cluster import cluster_store_url
 from tests.shared_store_support import opened, record
 
 CLAIMER = Path(__file__).resolve().parents[2] / "rerun_claimer.py"
 LEASE = 1.0
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=["redis", "redis-cluster", "postgres"])
 def rerun_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A store URL of this test's own (a Redis prefix, or a fresh PostgreSQL database)."""
+    """A store URL of this test's own (a Redis prefix, a prefix on a three-master Redis
+    Cluster, or a fresh PostgreSQL database)."""
+    if request.param == "redis-cluster":
+        return cluster_store_url(request.getfixturevalue("redis_cluster"), lease=f"{LEASE:g}")
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
         sep = "&" if "?" in url else "?"
@@ -63,6 +68,9 @@ async def _line(proc: trio.Process) -> str:
     return out.decode().strip()
 
 
+@pytest.mark.parametrize("rerun_store", [  # ten processes: on the cluster, slow
+    "redis", pytest.param("redis-cluster", marks=pytest.mark.slow), "postgres",
+], indirect=True)
 async def test_ten_processes_race_to_claim_one_lapsed_task_and_one_wins(
     rerun_store: str, tmp_path: Path
 ) -> None:

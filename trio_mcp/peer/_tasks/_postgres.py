@@ -190,8 +190,6 @@ class PostgresTaskStore:
 
     #: Other processes read and write the same tasks.
     shared = True
-    #: Queues and claims re-runnable tasks (:class:`~._rerun.RerunStore`).
-    reruns = True
 
     def __init__(
         self,

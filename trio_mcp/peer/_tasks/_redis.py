@@ -123,7 +123,8 @@ _CLUSTER_SCRIPTS: Final = {
     "secret": lua.SECRET, "c_update": lua.C_UPDATE, "c_enlist": lua.C_ENLIST,
     "c_create": lua.C_CREATE, "c_admit": lua.C_ADMIT, "c_delete": lua.C_DELETE,
     "c_page_ids": lua.C_PAGE_IDS, "c_renew": lua.C_RENEW, "c_dead_runs": lua.C_DEAD_RUNS,
-    "c_fail": lua.C_FAIL,
+    "c_fail": lua.C_FAIL, "c_requeue_one": rerun_lua.C_REQUEUE_ONE,
+    "c_queue_due": rerun_lua.C_QUEUE_DUE, "c_claim_one": rerun_lua.C_CLAIM_ONE,
 }  # fmt: skip
 #: The URL schemes of a Redis Cluster.
 CLUSTER_SCHEMES: Final = ("redis+cluster", "rediss+cluster")
@@ -239,12 +240,6 @@ class RedisTaskStore:
 
     def __repr__(self) -> str:
         return f"RedisTaskStore({self.url!r}, instance={self.instance!r})"
-
-    @property
-    def reruns(self) -> bool:
-        """Queues and claims re-runnable tasks on one Redis node; not yet on Redis Cluster
-        (its queue is one sorted set across the tasks' slots)."""
-        return not self.cluster
 
     # --- calls -------------------------------------------------------------------------
 
@@ -420,12 +415,10 @@ class RedisTaskStore:
             How many tasks failed, and which instances were found dead.
         """
         if self._slots is not None:
-            # Redis Cluster: the sweep in single-slot steps (its tasks are failed; the
-            # re-run queue, one sorted set, is a single-node feature for now).
-            failed, dead = await self._steps(
-                lambda steps, c: steps.sweep(c, LEASE_LOST_MESSAGE, now_iso(), instance)
+            now = _now_ms()
+            failed, dead, queued = await self._steps(
+                lambda steps, c: steps.sweep(c, LEASE_LOST_MESSAGE, now_iso(), instance, now)
             )
-            queued = 0
         else:
             failed, dead, queued = await self._script(
                 "rescue", LEASE_LOST_MESSAGE, now_iso(), instance, str(_now_ms())
@@ -449,6 +442,11 @@ class RedisTaskStore:
     ) -> int:
         """Queue these live re-runnable tasks of this process again (see
         :class:`~._rerun.RerunStore`); how many workers are alive."""
+        if self._slots is not None:
+            ids, now, updated = list(task_ids), _now_ms(), now_iso()
+            return await self._steps(
+                lambda steps, c: steps.requeue(c, ids, count, spend, message, updated, now)
+            )
         workers = await self._script(
             "requeue", self.instance, "1" if count else "0", "1" if spend else "0",
             message or "", now_iso(),
@@ -460,6 +458,11 @@ class RedisTaskStore:
         """Take up to ``limit`` due queued tasks of ``tools``, atomically."""
         if not tools:
             return []
+        if self._slots is not None:
+            names, now = sorted(tools), _now_ms()
+            found = await self._steps(lambda steps, c: steps.claim(c, names, limit, now))
+            taken = [_record(task_id, h) for task_id, h in found]
+            return [r for r in taken if r is not None]
         flat = await self._script(
             "claim", self.instance, self._lease_ms, str(_now_ms()), str(limit), *tools
         )
@@ -468,6 +471,10 @@ class RedisTaskStore:
 
     async def set_worker(self, worker: bool) -> None:
         """Count this process as a live worker (it claims queued work), or not."""
+        if self._slots is not None:
+            key, me = self._keys.workers, [self.instance]
+            await self._do(lambda c: c.sadd(key, me) if worker else c.srem(key, me))
+            return
         await self._script("set_worker", self.instance, "1" if worker else "0")
 
     # --- records -----------------------------------------------------------------------

@@ -355,10 +355,12 @@ class SlotSteps:
         return bool(int(had))
 
     async def sweep(
-        self, client: Any, message: str, updated: str, instance: str
-    ) -> tuple[int, list[str]]:
-        """Fail the running tasks of dead instances (or of ``instance``, releasing its
-        lease); how many failed, and which instances were dead."""
+        self, client: Any, message: str, updated: str, instance: str, now_ms: int
+    ) -> tuple[int, list[str], int]:
+        """The running tasks of dead instances (or of ``instance``, releasing its lease):
+        re-runnable ones queued to run again (or failed after their last attempt), the
+        others failed with ``message``; how many failed, which instances were dead,
+        how many were queued."""
         keys = self.keys
         if instance:
             await client.delete([keys.lease(instance)])
@@ -367,7 +369,7 @@ class SlotSteps:
             members = sorted(await client.smembers(keys.instances))
             held = await self._batch(client, [_command("exists", [keys.lease(m)]) for m in members])
             dead = [m for m, h in zip(members, held, strict=True) if not int(h)]
-        failed = 0
+        failed = queued = 0
         for inst in dead:
             runs = await self._one(
                 client, self._run("c_dead_runs", [keys.runs(inst), keys.lease(inst)])
@@ -376,17 +378,117 @@ class SlotSteps:
                 continue
             ids = sorted(str(t) for t in runs)
             if ids:
-                owners = await self._batch(
-                    client, [self._task_script("c_fail", t, message, updated, inst) for t in ids]
+                f, q = await self._requeue(
+                    client, ids, inst, ["1", "1", "", updated, str(now_ms), message]
                 )
-                done = [(t, str(o), None) for t, o in zip(ids, owners, strict=True) if o]
-                await self._finished(client, done)
-                await client.srem(keys.runs(inst), ids)
-                failed += len(done)
+                failed, queued = failed + f, queued + q
+            await client.srem(keys.workers, [inst])
             # Only now (a sweeper stopped before this leaves it for the next one) leave
             # the instance set; an instance whose lease came back meanwhile rejoins
             # (its renewals set the lease, then join the set: one of the two sees it).
             await client.srem(keys.instances, [inst])
             if int(await client.exists([keys.lease(inst)])):
                 await client.sadd(keys.instances, [inst])
-        return failed, dead
+        return failed, dead, queued
+
+    # --- handing re-runnable tasks between processes ---------------------------------
+
+    async def _requeue(
+        self, client: Any, ids: Sequence[str], runner: str, args: list[str]
+    ) -> tuple[int, int]:
+        """C_REQUEUE_ONE on each of ``runner``'s tasks ``ids`` (``args``: count, spend,
+        message, updated, now_ms, fail_message), then the queue, the live sets and the
+        runs set; how many failed and how many were queued."""
+        found = await self._batch(
+            client, [self._task_script("c_requeue_one", t, runner, *args) for t in ids]
+        )
+        due: dict[str, float] = {}
+        done: list[tuple[str, str, str | None]] = []
+        for task_id, (code, when, owner) in zip(ids, found, strict=True):
+            if int(code) in (1, 3):
+                due[task_id] = float(when)
+            elif int(code) in (2, 4):
+                done.append((task_id, str(owner), None))
+        steps: list[Call] = []
+        if due:
+            steps.append(_command("zadd", self.keys.queue, due))
+        await self._batch(client, steps)  # queued before it leaves the runs set
+        await self._finished(client, done)
+        await client.srem(self.keys.runs(runner), list(ids))
+        return len(done), sum(1 for code, _, _ in found if int(code) == 1)
+
+    async def requeue(
+        self,
+        client: Any,
+        task_ids: Sequence[str],
+        count: bool,
+        spend: bool,
+        message: str | None,
+        updated: str,
+        now_ms: int,
+    ) -> int:
+        """Queue these live re-runnable tasks of this instance again (see the store's
+        ``requeue``); how many workers are alive."""
+        workers = await self.live_workers(client)
+        if message is None:
+            message = (
+                "queued: waiting for a worker process to run it" if workers
+                else "queued: no worker process is alive to run it"
+            )  # fmt: skip
+        if task_ids:
+            flags = ["1" if count else "0", "1" if spend else "0"]
+            await self._requeue(
+                client, task_ids, self.instance, [*flags, message, updated, str(now_ms), ""]
+            )
+        return workers
+
+    async def live_workers(self, client: Any) -> int:
+        """How many worker instances hold a lease (dropping those that do not)."""
+        members = sorted(await client.smembers(self.keys.workers))
+        held = await self._batch(
+            client, [_command("exists", [self.keys.lease(m)]) for m in members]
+        )
+        gone = [m for m, h in zip(members, held, strict=True) if not int(h)]
+        if gone:
+            await client.srem(self.keys.workers, gone)
+        return len(members) - len(gone)
+
+    async def claim(
+        self, client: Any, tools: Sequence[str], limit: int, now_ms: int
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Take up to ``limit`` due queued tasks of ``tools`` for this instance: listed
+        in its runs set first, then taken in their own slots (one wins a race), then
+        out of the queue; their hashes."""
+        keys = self.keys
+        due = await self._one(
+            client, self._run("c_queue_due", [keys.queue], [str(now_ms), str(limit * 4 + 16)])
+        )
+        candidates = [str(t) for t in due]
+        out: list[tuple[str, dict[str, str]]] = []
+        drop: list[str] = []
+        while candidates and len(out) < limit:
+            chunk, candidates = candidates[: limit - len(out)], candidates[limit - len(out) :]
+            await self._batch(client, [
+                _command("sadd", keys.instances, [self.instance]),
+                self._run("c_enlist", [keys.runs(self.instance), keys.lease(self.instance)],
+                          [self.lease_ms, *chunk]),
+            ])  # fmt: skip
+            found = await self._batch(client, [
+                self._task_script("c_claim_one", t, self.instance, str(now_ms), *tools)
+                for t in chunk
+            ])  # fmt: skip
+            lost = []
+            for task_id, answer in zip(chunk, found, strict=True):
+                code = int(answer[0])
+                if code == 2:
+                    out.append((task_id, _pairs(answer[1])))
+                    drop.append(task_id)
+                else:
+                    lost.append(task_id)
+                    if code == 0:
+                        drop.append(task_id)
+            if lost:
+                await client.srem(keys.runs(self.instance), lost)
+        if drop:
+            await client.zrem(keys.queue, drop)
+        return out

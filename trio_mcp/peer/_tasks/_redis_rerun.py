@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._redis_scripts import _PRELUDE
+from ._redis_scripts import _CLUSTER_PRELUDE, _PRELUDE
 
 _REQUEUE_ONE: Final = """
 -- Puts live task `id` of runner `runner` (nil: any) back in the queue: its attempt counted
@@ -204,3 +204,104 @@ else
 end
 return 1
 """
+
+
+# --- Redis Cluster: the same hand-offs as single-slot steps (see _redis_cluster) --------
+#
+# A task's fate is decided in its own slot (``{t:ID}``): C_REQUEUE_ONE and C_CLAIM_ONE
+# compare-and-set its runner, so a sweep repeated after a sweeper stopped, or two
+# claimers racing, change it once. The queue, the worker set, the owner's live set and
+# the runs sets are the next steps (``SlotSteps.rescue``, ``requeue``, ``claim``). The
+# due time of a queued task is kept in its hash (``due``), so a repeated step puts it
+# in the queue again at the same time.
+
+#: KEYS: the task's hash. ARGV: P, id, runner, count ('1'/'0'), spend ('1'/'0'),
+#: message|'', updated, now_ms, fail_message|''. Returns {code, due|false, owner|false}:
+#: 1 queued (due), 3 queued already (due: a repeated step), 2 failed after its last
+#: attempt, 4 failed with ``fail_message`` (not re-runnable), 0 left alone (gone,
+#: terminal, run by another, or not re-runnable without a ``fail_message``).
+C_REQUEUE_ONE: Final = (
+    _CLUSTER_PRELUDE
+    + """
+local id, runner, count, spend = ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5] == '1'
+local message, updated, now, fail_message = ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'status', 'owner', 'job', 'attempt', 'attempts', 'backoff',
+  'runner', 'due')
+if (not cur[1]) or TERMINAL[cur[1]] then return {0, false, false} end
+if not cur[7] then
+  if cur[3] and cur[8] then return {3, cur[8], cur[2]} end
+  return {0, false, false}
+end
+if cur[7] ~= runner then return {0, false, false} end
+if not cur[3] then
+  if fail_message == '' then return {0, false, false} end
+  redis.call('HSET', key, 'status', 'failed', 'msg', fail_message, 'updated', updated)
+  redis.call('HDEL', key, 'outcome')
+  redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+  return {4, false, cur[2]}
+end
+local attempt = tonumber(cur[4] or '1')
+local attempts = tonumber(cur[5] or '1')
+local due = now
+if count and not spend then
+  attempts = attempts + 1
+  redis.call('HSET', key, 'attempts', attempts)
+end
+if count then
+  if attempt >= attempts then
+    local runs = 'its only attempt'
+    if attempts ~= 1 then runs = 'each of its ' .. attempts .. ' attempts' end
+    local plural = 's'
+    if attempts == 1 then plural = '' end
+    redis.call('HSET', key, 'status', 'failed', 'updated', updated, 'msg',
+      'The server process running this task stopped on ' .. runs .. ' (' .. attempts ..
+      ' attempt' .. plural .. '); its work was lost.')
+    redis.call('HDEL', key, 'outcome', 'runner')
+    redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+    return {2, false, cur[2]}
+  end
+  attempt = attempt + 1
+  due = now + math.floor(tonumber(cur[6] or '0') * 2 ^ (attempt - 2))
+  message = 're-running after its process stopped, attempt ' .. attempt .. ' of ' .. attempts
+end
+redis.call('HSET', key, 'status', 'working', 'updated', updated, 'msg', message,
+  'attempt', attempt, 'due', due)
+redis.call('HDEL', key, 'outcome', 'runner')
+redis.call('DEL', qkey(id), akey(id))
+redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
+redis.call('PUBLISH', P .. ':hints', 'queue|' .. id)
+return {1, tostring(due), cur[2]}
+"""
+)
+
+#: KEYS: the queue. ARGV: now_ms, count. Returns the ids due, earliest first.
+C_QUEUE_DUE: Final = """
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+"""
+
+#: KEYS: the task's hash. ARGV: P, id, instance, now_ms, tools... Takes the queued task
+#: for ``instance`` (its runner set) if it is live, of one of ``tools`` and not taken.
+#: Returns {2, hash} when taken (or already taken by ``instance``: a claim sent again),
+#: {1} when it is another tool's, {0} when it is no longer queued (gone, terminal, or
+#: run by another process).
+C_CLAIM_ONE: Final = (
+    _CLUSTER_PRELUDE
+    + """
+local id, inst, now = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local key = tkey(id)
+local cur = redis.call('HMGET', key, 'status', 'tool', 'runner', 'expires', 'attempt')
+if cur[1] and not TERMINAL[cur[1]] and cur[3] == inst then
+  return {2, redis.call('HGETALL', key)}  -- taken by this very claim, sent again
+end
+if (not cur[1]) or TERMINAL[cur[1]] or gone(cur[4], now) or cur[3] then return {0} end
+for i = 5, #ARGV do
+  if ARGV[i] == cur[2] then
+    redis.call('HSET', key, 'runner', inst)
+    if cur[5] == '1' then redis.call('HDEL', key, 'msg') end
+    return {2, redis.call('HGETALL', key)}
+  end
+end
+return {1}
+"""
+)

@@ -81,6 +81,16 @@ class RedisKeys:
         return f"{self.prefix}:instances"
 
     @property
+    def queue(self) -> str:
+        """The ZSET of queued re-runnable task ids by the epoch ms they are due."""
+        return f"{self.prefix}:queue"
+
+    @property
+    def workers(self) -> str:
+        """The SET of instances that run queued task work."""
+        return f"{self.prefix}:workers"
+
+    @property
     def secret(self) -> str:
         """The shared cursor secret."""
         return f"{self.prefix}:secret"

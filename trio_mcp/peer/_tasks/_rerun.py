@@ -166,11 +166,6 @@ NO_WORKER_MESSAGE: Final = "queued: no worker process is alive to run it"
 class RerunStore(Protocol):
     """What a shared store does to hand tasks between processes (Redis, PostgreSQL)."""
 
-    @property
-    def reruns(self) -> bool:
-        """Whether this store queues and claims tasks (False: Redis Cluster, for now)."""
-        ...
-
     async def requeue(
         self,
         task_ids: Collection[str],
@@ -207,12 +202,9 @@ class RerunStore(Protocol):
 
 
 def rerun_store(store: object) -> RerunStore | None:
-    """``store`` as a :class:`RerunStore` when it can hand tasks between processes; else
-    None (memory and SQLite, used by one process; a Redis Cluster, whose tasks still
-    fail when their process stops)."""
-    if isinstance(store, RerunStore) and store.reruns:
-        return store
-    return None
+    """``store`` as a :class:`RerunStore` when it hands tasks between processes (Redis,
+    on one node or a cluster, and PostgreSQL); else None (memory and SQLite: one process)."""
+    return store if isinstance(store, RerunStore) else None
 
 
 class RerunHost(Protocol):

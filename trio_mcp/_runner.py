@@ -103,16 +103,7 @@ class App(_BaseApp, metaclass=_Documented):
         else:
             raise ValueError(f"transport must be 'stdio', 'ws' or 'http', not {transport!r}")
         main = partial(_serve, partial(until_drained, self, serving, grace=grace), self, where)
-        try:
-            trio.run(main)
-        except KeyboardInterrupt:
-            return
-        except BaseException as exc:
-            failed = _leaf(exc, StartFailed)
-            if failed is None:
-                raise
-            print(f"{os.path.basename(sys.argv[0]) or self.name}: {failed}", file=sys.stderr)
-            raise SystemExit(1) from None
+        self._run_until_stopped(main)
 
 
     def run_worker(self, *, grace: float = 30.0) -> None:
@@ -134,6 +125,11 @@ class App(_BaseApp, metaclass=_Documented):
             raise ValueError("a worker needs a task store shared by processes (Redis, PostgreSQL)")
         main = partial(_serve, partial(until_drained, self, partial(serve_worker, self),
                                        grace=grace), self, None)
+        self._run_until_stopped(main)
+
+
+    def _run_until_stopped(self, main: Callable[[], Awaitable[None]]) -> None:
+        """``trio.run(main)``; Ctrl-C returns, a failed start is one line and exit 1."""
         try:
             trio.run(main)
         except KeyboardInterrupt:

@@ -29,8 +29,7 @@ __all__ = [  # fixtures for every test module
 
 #: The llhttp server's own tests need httptools (the ``fast`` extra); CI's run with the
 #: ``test`` extra alone has none (serve_http then runs hypercorn).
-collect_ignore = [] if LLHTTP else ["test_http11.py", "test_http11_fuzz.py",
-                                    "test_http11_units.py"]
+collect_ignore = [] if LLHTTP else ["transports/http11"]
 
 #: Every message a trio_mcp peer sent or received during the running test, as
 #: (direction, json, method); what was sent is checked against the official schema of its

@@ -16,7 +16,7 @@ import trio_mcp
 from trio_mcp import RemoteError, Rerun
 from trio_mcp.peer._tasks._rerun import decode_request, exhausted_message, rerun_message
 
-from tests.helpers import serving
+from tests.helpers import LLHTTP, serving
 
 
 def server() -> trio_mcp.App:
@@ -117,6 +117,11 @@ app.run("http", port=0, grace=5)
 """
 
 
+@pytest.mark.skipif(
+    not LLHTTP,
+    reason="on hypercorn (no httptools) a plain call in flight when SIGTERM arrives is "
+    "answered only when the drain ends: a known gap of issue 32",
+)
 async def test_app_run_drains_on_sigterm_answers_requests_in_flight_and_exits_0(
     tmp_path: Path,
 ) -> None:

@@ -73,11 +73,11 @@ async def test_a_rerunnable_task_keeps_its_request_and_runs_as_attempt_1(era: st
         # tasks/get says which attempt (validated against the era's schema at teardown)
         if era == "2025-11-25":
             raw = await client.request_raw("tasks/get", {"taskId": handle.task_id})
-            assert raw["_meta"] == {"dev.trio-mcp/attempt": 1}
+            assert raw["_meta"] == {"io.github.trio-mcp/attempt": 1}
         else:
             assert client.modern is not None
             _, detail = await client.modern.get_detailed(handle.task_id)
-            assert detail["_meta"]["dev.trio-mcp/attempt"] == 1
+            assert detail["_meta"]["io.github.trio-mcp/attempt"] == 1
         plain = await client.call_tool_task("plain", {})
         assert (await plain.result()).text == "1"
         assert (await app.registry.store.get(plain.task_id)).rerun is None  # not opted in

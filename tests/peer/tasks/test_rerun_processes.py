@@ -183,7 +183,7 @@ async def test_sigkill_reruns_the_killed_process_tasks_elsewhere_and_no_other(
             )  # fmt: skip
             shown = json.loads(cli.stdout)
             assert shown["status"] == "completed"
-            assert shown["_meta"]["dev.trio-mcp/attempt"] == 2
+            assert shown["_meta"]["io.github.trio-mcp/attempt"] == 2
             task = await on_b.get_task(plain.task_id)
             with trio.fail_after(LEASE * 4 + 10):
                 while task.status is TaskStatus.WORKING:

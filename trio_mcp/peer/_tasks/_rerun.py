@@ -36,6 +36,7 @@ import attrs
 from ..._errors import INVALID_PARAMS, McpError
 from ._store import RerunTicket as RerunTicket
 from ._store import TaskRecord
+from ._tree import META_NAMESPACE
 
 #: The largest stored request (its JSON, bytes) of a re-runnable task by default.
 MAX_REQUEST_BYTES: Final = 256 * 1024
@@ -146,7 +147,7 @@ def exhausted_message(attempts: int) -> str:
 
 #: The ``_meta`` key of a ``tasks/get`` answer that says which run of a re-runnable task
 #: this is (present for a re-runnable task, and for any task past its first attempt).
-ATTEMPT_META: Final = "dev.trio-mcp/attempt"
+ATTEMPT_META: Final = META_NAMESPACE + "attempt"  # our own namespace, as the task tree's
 
 
 def attempt_meta(record: TaskRecord) -> dict[str, Any] | None:

@@ -110,7 +110,7 @@ _SCRIPTS: Final = {
     "page": lua.PAGE, "terminal_among": lua.TERMINAL_AMONG, "push_input": lua.PUSH_INPUT,
     "claim_input": lua.CLAIM_INPUT, "peek_inputs": lua.PEEK_INPUTS,
     "answer_input": lua.ANSWER_INPUT, "take_answer": lua.TAKE_ANSWER,
-    "renew": lua.RENEW_LEASE, "sweep": lua.SWEEP, "secret": lua.SECRET,
+    "renew": lua.RENEW_LEASE, "secret": lua.SECRET,
     "rescue": rerun_lua.RESCUE, "requeue": rerun_lua.REQUEUE, "claim": rerun_lua.CLAIM,
     "set_worker": rerun_lua.SET_WORKER,
 }  # fmt: skip

@@ -14,8 +14,9 @@ by :data:`RESCUE` when its process's lease lapsed (or the process closed or
 drained: :data:`REQUEUE`), and taken by one process with :data:`CLAIM`, atomically:
 the status is re-checked (a task cancelled meanwhile stays cancelled) and the
 runner set in the same script, so ten processes racing for one task see one win.
-``RESCUE`` also fails what cannot run again, as :data:`._redis_scripts.SWEEP` does
-(it replaces it in the store's sweep: one script decides each dead task's fate).
+``RESCUE`` is the store's sweep: it also fails what cannot run again (the tasks of
+tools without ``rerun=``, and those past their last attempt), one script deciding each
+dead task's fate.
 """
 
 from __future__ import annotations

@@ -428,42 +428,6 @@ return had
 """
 )
 
-#: ARGV: P, message, updated, instance|''. Fails the running tasks of every
-#: instance whose lease is gone (or of ``instance``, releasing its lease).
-#: Returns {failed count, {dead instances}}.
-SWEEP: Final = (
-    _PRELUDE
-    + """
-local dead = {}
-if ARGV[4] ~= '' then
-  redis.call('DEL', P .. ':lease:' .. ARGV[4])
-  dead[1] = ARGV[4]
-else
-  for _, inst in ipairs(redis.call('SMEMBERS', P .. ':instances')) do
-    if redis.call('EXISTS', P .. ':lease:' .. inst) == 0 then dead[#dead + 1] = inst end
-  end
-end
-local failed = 0
-for _, inst in ipairs(dead) do
-  local runs = P .. ':runs:' .. inst
-  for _, id in ipairs(redis.call('SMEMBERS', runs)) do
-    local key = tkey(id)
-    local cur = redis.call('HMGET', key, 'status', 'owner')
-    if cur[1] and not TERMINAL[cur[1]] then
-      redis.call('HSET', key, 'status', 'failed', 'msg', ARGV[2], 'updated', ARGV[3])
-      redis.call('HDEL', key, 'outcome')
-      redis.call('SREM', P .. ':live:' .. cur[2], id)
-      redis.call('PUBLISH', P .. ':hints', 'status|' .. id)
-      failed = failed + 1
-    end
-  end
-  redis.call('DEL', runs)
-  redis.call('SREM', P .. ':instances', inst)
-end
-return {failed, dead}
-"""
-)
-
 #: ARGV: P, candidate secret (hex). Returns the secret every process shares.
 SECRET: Final = """
 local k = ARGV[1] .. ':secret'

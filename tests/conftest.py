@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from trio_mcp.peer._session import _outbound
 
@@ -26,6 +27,13 @@ __all__ = [  # fixtures for every test module
     "postgres_available", "postgres_server", "postgres_shared", "postgres_template",
     "postgres_url", "redis_available", "redis_cluster", "redis_server", "redis_url",
 ]  # fmt: skip
+
+#: Input generation and examples run beside the other xdist workers: how slow they are
+#: says nothing of the code under test (a loaded CI machine met ``too_slow`` there).
+settings.register_profile(
+    "trio-mcp", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("trio-mcp")
 
 #: The llhttp server's own tests need httptools (the ``fast`` extra); CI's run with the
 #: ``test`` extra alone has none (serve_http then runs hypercorn).

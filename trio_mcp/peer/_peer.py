@@ -18,6 +18,7 @@ import trio
 
 from .._util import interrupt_wins, unwrap_group
 from ._app import App
+from ._dialects._legacy import LegacyDialect
 from ._dialects._modern import become_modern, offer_both_eras
 from ._dialects._modern_client import choose_client_era
 from ._features._base import ANONYMOUS_CONTEXT, Role
@@ -85,6 +86,7 @@ class Peer(
         era: str | None = None,
     ) -> None:
         super().__init__(app, bus, role, client_info=client_info)
+        self.dialect = LegacyDialect(self)  # until a 2026-07-28 request brings its own
         self.era = era
         if role is Role.SERVER:
             host_reruns(app)

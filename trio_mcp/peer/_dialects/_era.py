@@ -1,7 +1,7 @@
 """A modern (2026-07-28) request's protocol fields and MRTR answers: :class:`ModernRequest`.
 
 Read from the request's ``_meta`` (:func:`read_request_meta`) and made the
-current :class:`~trio_mcp.peer._features._dialect.Dialect` by ``_modern.wrap``
+current :class:`~trio_mcp.peer._features._base.Dialect` by ``_modern.wrap``
 while the request's handler runs: what the features read instead of the
 connection's handshake (capabilities, log level) and ask (questions, a
 task's questions).
@@ -9,13 +9,14 @@ task's questions).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final, TypeVar, final
 
 import attrs
 import trio
 
 from ..._errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, McpError
+from .._features._base import Asker, Question
+from .._features._questions import ask_each, wire_questions
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
     CAPABILITY_OF,
@@ -28,6 +29,7 @@ from .._messages import (
     MODERN_PROTOCOL_VERSIONS,
     ClientCapabilities,
     Implementation,
+    ListRootsResult,
     Request,
     TaskMetadata,
     converter,
@@ -130,38 +132,66 @@ class ModernRequest:
             state.used[key] = found
         return key, found
 
-    # --- the features' Dialect (trio_mcp.peer._features._dialect) ---------------------
+    # --- the features' Dialect (trio_mcp.peer._features._base) ------------------------
 
-    def ask(self, method: str, params: dict[str, Any], result_type: type[T], key: str | None) -> T:
-        """Answer one question of a modern handler from the recorded answers, or stop it.
+    def lets_log(self, level_rank: int) -> bool:
+        """The request's own ``logLevel`` (none: no log messages)."""
+        level = self.log_level
+        return level is not None and level_rank >= LOGGING_LEVELS.index(level)
+
+    def call_task(self, requested: TaskMetadata | None) -> TaskMetadata | None:
+        """The server's decision (:attr:`task`; the request's ``params.task`` is not read)."""
+        return self.task
+
+    def stored_capabilities(self) -> dict[str, Any] | None:
+        """Nothing: a stored 2026-07-28 request carries its own capabilities."""
+        return None
+
+    async def ask(
+        self, ctx: Asker, method: str, params: dict[str, Any], result_type: type[T],
+        key: str | None, *, as_task: bool = False, ttl: int | None = None,
+    ) -> T:
+        """One question: in a task, posted for its requestor to pull (``tasks/get``,
+        answered by ``tasks/update``); else answered from the request's recorded
+        answers, or the handler stops asking it (``as_task``/``ttl`` do not apply).
 
         Raises:
-            InputRequired: The question has no answer yet.
+            InputRequired: (not in a task) the question has no answer yet.
             McpError: -32021 for an undeclared capability; -32602 when the
-                recorded answer does not fit ``result_type``.
+                answer does not fit ``result_type``.
         """
+        task = ctx._task
+        if task is not None and isinstance(task.questions, PulledInputs):
+            check_declared(self.client_capabilities, method, params)
+            raw, _ = await task.ask(method, params, key)
+            pulled: T = structure_answer(key or method, raw, result_type)
+            return pulled
         key, found = self.answer(method, params, key)
         if found is None:
             raise InputRequired({key: {"method": method, "params": params}})
         answer: T = structure_answer(key, found, result_type)
         return answer
 
-    def ask_many(
-        self, questions: Mapping[str, tuple[str, dict[str, Any], type[Any]]]
-    ) -> dict[str, Any]:
-        """Answer several questions at once; all unanswered ones go out in one round.
+    async def ask_many(self, ctx: Asker, questions: dict[str, Question]) -> dict[str, Any]:
+        """Several questions: in a task, posted together; else all unanswered ones go
+        out in one ``input_required`` round.
 
         Raises:
-            InputRequired: Some question has no answer yet (all of those are asked).
+            InputRequired: (not in a task) some question has no answer yet (all of
+                those are asked).
         """
+        task = ctx._task
+        if task is not None and isinstance(task.questions, PulledInputs):
+            return await ask_each(ctx, questions)
         missing: dict[str, dict[str, Any]] = {}
         results: dict[str, Any] = {}
-        for key, (method, params, result_type) in questions.items():
+        for key, (method, params, result_type) in wire_questions(questions).items():
             key, found = self.answer(method, params, key)
             if found is None:
                 missing[key] = {"method": method, "params": params}
             else:
-                results[key] = structure_answer(key, found, result_type)
+                answer = structure_answer(key, found, result_type)
+                results[key] = answer.roots if isinstance(answer, ListRootsResult) else answer
         if missing:
             raise InputRequired(missing)
         return results
@@ -184,22 +214,17 @@ class ModernRequest:
     def start_task(self, actor: TaskActor) -> None:
         """End the prelude of the task ``actor`` runs (``ctx.start_task()``): from here its
         questions are the task's, pulled with ``tasks/get``; a no-op without a prelude."""
-        if self.prelude is not None and actor.pulled is None:
-            actor.pulled = self.task_questions()
+        if self.prelude is not None and not isinstance(actor.questions, PulledInputs):
+            actor.questions = self.task_questions(actor)
             self.prelude.settle("started")
 
-    def task_questions(self) -> PulledInputs:
-        """A task's questions in this era: shown by ``tasks/get``, answered by ``tasks/update``."""
-        return PulledInputs(self)
-
-    def check_question(self, method: str, params: dict[str, Any]) -> None:
-        """-32021 unless the request's capabilities let the server ask ``method``."""
-        check_declared(self.client_capabilities, method, params)
-
-    def structure_answer(self, key: str, found: Any, result_type: type[T]) -> T:
-        """``found`` as ``result_type``, or -32602 naming the input response."""
-        answer: T = structure_answer(key, found, result_type)
-        return answer
+    def task_questions(self, actor: TaskActor) -> PulledInputs:
+        """A task's questions in this era: shown by ``tasks/get``, answered by ``tasks/update``
+        (a re-run's keys are its own: ``a<attempt>.``)."""
+        pulled = PulledInputs()
+        if actor.record.attempt > 1:
+            pulled.key_prefix = f"a{actor.record.attempt}."
+        return pulled
 
 
 def declared(caps: ClientCapabilities, capability: str) -> bool:

@@ -33,8 +33,7 @@ from ..._errors import (
     INVALID_PARAMS,
     McpError,
 )
-from .._features._base import PeerCore
-from .._features._dialect import current_dialect
+from .._features._base import PeerCore, current_dialect
 from .._messages import (
     ALL_PROTOCOL_VERSIONS,
     META_SERVER_INFO,

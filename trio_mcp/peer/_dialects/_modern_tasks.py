@@ -39,7 +39,15 @@ from .._features._base import PeerCore
 from .._features._scopes import check_task_scopes
 from .._messages import ErrorData, Request, TaskMetadata, TaskStatus, to_wire
 from .._session import Reply
-from .._tasks import TaskActor, TaskRecord, TaskRegistry, Work, followed
+from .._tasks import (
+    PUSHED,
+    PulledInputs,
+    TaskActor,
+    TaskRecord,
+    TaskRegistry,
+    Work,
+    followed,
+)
 from .._tasks._rerun import attempt_meta
 from .._tasks._store import InputAnswer
 from ._era import ModernRequest, Prelude
@@ -140,7 +148,7 @@ async def run_prelude(peer: PeerCore, created: Reply, modern: ModernRequest) -> 
         return created
     await leave_reader()  # the prelude runs the tool: it waits in a task of its own
     prelude = modern.prelude = Prelude()
-    actor.pulled = None  # until ctx.start_task(): the prelude's questions are the request's
+    actor.questions = PUSHED  # until ctx.start_task(): the prelude's questions are the request's
     actor.wrap_work(_in_prelude(prelude))
     actor.launch()  # in this context: the prelude's questions are the request's
     try:
@@ -205,8 +213,10 @@ def detailed(
         out["error"] = to_wire(error)
     elif status is TaskStatus.INPUT_REQUIRED:
         actor = registry.running_actor(record.task_id)
-        pulled = actor.pulled if actor is not None else None
-        out["inputRequests"] = pulled.requests() if pulled is not None else (queued or {})
+        pulled = actor.questions if actor is not None else None
+        out["inputRequests"] = (
+            pulled.requests() if isinstance(pulled, PulledInputs) else (queued or {})
+        )
     return out
 
 
@@ -261,8 +271,8 @@ async def tasks_update(peer: PeerCore, req: Request) -> dict[str, Any]:
     record = await _record(peer, req, task_id)
     actor = peer.app.registry.running_actor(task_id)
     cluster = peer.app.registry.cluster
-    if actor is not None and actor.pulled is not None:
-        actor.pulled.answer(responses)
+    if actor is not None and isinstance(actor.questions, PulledInputs):
+        actor.questions.answer(responses)
     elif cluster is not None and not record.status.is_terminal:
         # Its actor runs in another process: the answers go through the store, also for
         # a key not queued there yet (the requestor may have read the question from the

@@ -10,14 +10,25 @@ declares, and its public methods are the requestor API (``call_tool``...).
 Features never import the :class:`~trio_mcp.App` class or the ``Peer``
 class (that would be an import cycle): they see the app through
 :class:`AppView`, the part of an App that features read.
+
+Where the eras differ, the features ask Protocols declared here, which the
+dialects (``trio_mcp.peer._dialects``, wired in by ``Peer``) implement: the
+:class:`Dialect` of a request (every request has one: its own when it carries
+its era, a 2026-07-28 request's ``Request.dialect``, else its connection's
+:attr:`PeerCore.dialect`, 2025-11-25's handshake), :class:`ModernRequests` for
+a client's requests, :class:`ChangeListener` for ``subscriptions/listen``.
+:data:`current_dialect` is only for what has no request in hand: a log
+message sent through Python ``logging`` or ``Peer.send_log_message`` while a
+2026-07-28 request's handler runs is weighed against that request's level.
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol, TypeVar, final
+from typing import Any, Final, Protocol, TypeAlias, TypeVar, final
 
 import attrs
 import trio
@@ -25,15 +36,26 @@ import trio
 from .._messages import (
     CallToolResult,
     ClientCapabilities,
+    CreateMessageParams,
+    ElicitParams,
     Implementation,
     Request,
     ServerCapabilities,
     Task,
+    TaskMetadata,
     from_answer,
     to_wire,
 )
 from .._session import MessageBus, ProgressCallback, Session
-from .._tasks import StatusWaiters, TaskHandle, TaskRegistry
+from .._tasks import (
+    StatusWaiters,
+    TaskActor,
+    TaskConnection,
+    TaskHandle,
+    TaskQuestions,
+    TaskRecord,
+    TaskRegistry,
+)
 from .._tasks._rerun import Rerun
 
 T = TypeVar("T")
@@ -288,6 +310,106 @@ class ModernRequests(Protocol):
         ...
 
 
+#: One of several questions asked at once: a form, a sampling request, or (``None``) the roots.
+Question: TypeAlias = ElicitParams | CreateMessageParams | None
+
+
+class Asker(Protocol):
+    """What a dialect needs of the ``RequestContext`` it asks for."""
+
+    _task: TaskActor | None
+
+    @property
+    def dialect(self) -> Dialect:
+        """The request's era."""
+        ...
+
+    @property
+    def peer(self) -> PeerCore:
+        """The connection the request came on."""
+        ...
+
+    async def _ask(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Send one question as a request: the task's when in a task, else the request's."""
+        ...
+
+
+class Dialect(Protocol):
+    """The era a request is served in: what it means, how its answers look, how it asks.
+
+    Attributes:
+        protocol_version: The request's protocol version.
+        client_capabilities: The capabilities the client declared (the request's own
+            in 2026-07-28, the handshake's in 2025-11-25; ``None`` before one).
+    """
+
+    @property
+    def protocol_version(self) -> str:
+        """The request's protocol version."""
+        ...
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities | None:
+        """The capabilities the client declared."""
+        ...
+
+    def lets_log(self, level_rank: int) -> bool:
+        """Whether a log message of this rank (``_logging.level_rank``) goes to the client
+        for this request."""
+        ...
+
+    def call_task(self, requested: TaskMetadata | None) -> TaskMetadata | None:
+        """The task a ``tools/call`` runs as, given the ``task`` its params asked for
+        (2025-11-25: that one; 2026-07-28: the server's decision); ``None``: a plain call."""
+        ...
+
+    def task_created(self, record: TaskRecord, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """The answer to a request that became the task ``record``, in this era's shape."""
+        ...
+
+    def task_questions(self, actor: TaskActor) -> TaskQuestions:
+        """How the questions of the task ``actor`` (created by this request) travel."""
+        ...
+
+    def start_task(self, actor: TaskActor) -> None:
+        """End the prelude of the task ``actor`` runs, if it has one (``ctx.start_task()``)."""
+        ...
+
+    def stored_capabilities(self) -> dict[str, Any] | None:
+        """What a re-run must restore of the client's capabilities beside the stored
+        request (the handshake's; ``None`` when the request carries its own)."""
+        ...
+
+    async def ask(
+        self, ctx: Asker, method: str, params: dict[str, Any], result_type: type[T],
+        key: str | None, *, as_task: bool = False, ttl: int | None = None,
+    ) -> T:
+        """Ask the client one question for ``ctx``'s request (or task).
+
+        Raises:
+            InputRequired: (2026-07-28 request) not answered yet: the request ends
+                asking for it.
+            McpError: (2026-07-28) -32021 for an undeclared capability; -32602 for
+                a malformed answer.
+            LocalUsageError: (2025-11-25) the client did not declare the capability.
+            RemoteError, ConnectionClosed: (2025-11-25) as the request failed.
+        """
+        ...
+
+    async def ask_many(self, ctx: Asker, questions: dict[str, Question]) -> dict[str, Any]:
+        """Ask several questions at once (``None``: the roots); key -> answer."""
+        ...
+
+
+#: The dialect of the 2026-07-28 request being handled in this context (``None``: the
+#: connection's), read only for log messages sent without a request in hand (see above).
+current_dialect: contextvars.ContextVar[Dialect | None] = contextvars.ContextVar(
+    "trio_mcp_dialect", default=None
+)
+
+
 class PeerCore:
     """One MCP connection's shared state and its JSON-RPC plumbing.
 
@@ -303,7 +425,11 @@ class PeerCore:
         task_waiters: Wake-ups for followed tasks (``notifications/tasks/status``).
         task_questions: Followed tasks whose questions go elsewhere (``ctx.children()``).
         modern: How requests are sent once a client chose 2026-07-28 (else ``None``).
+        dialect: The era of the connection's requests that carry none of their own
+            (2025-11-25: what its handshake fixed); set by ``Peer``.
     """
+
+    dialect: Dialect
 
     def __init__(
         self,
@@ -367,6 +493,12 @@ class PeerCore:
         """The requestor context ``req``'s tasks belong to: its caller's, else :attr:`context`."""
         caller: Caller | None = req.caller
         return self._context if caller is None else caller.context
+
+    def dialect_of(self, req: Request) -> Dialect:
+        """The era ``req`` is served in: its own (a 2026-07-28 request's), else the
+        connection's (:attr:`dialect`)."""
+        dialect: Dialect | None = req.dialect
+        return self.dialect if dialect is None else dialect
 
     def principal_of(self, req: Request) -> str | None:
         """Who ``req`` is authenticated as (an owner), if anyone: its caller's, else the

@@ -47,8 +47,8 @@ from .._messages import (
 from .._session import ProgressCallback
 from .._tasks import META_PARENT, ChildLink, TaskActor, TaskHandle, tree_of
 from .._tasks._handle import MIN_POLL_INTERVAL
-from ._base import QuestionForwarder
-from ._questions import Asker, ask_one
+from ._base import Asker, QuestionForwarder
+from ._questions import ask_one
 
 log = logging.getLogger("trio_mcp.peer")
 

@@ -31,9 +31,8 @@ from .._messages import (
     to_wire,
 )
 from .._tasks import TaskActor, TaskConnection
-from ._base import Caller, PeerCore
+from ._base import Caller, Dialect, PeerCore
 from ._children import DEFAULT_CANCEL_TIMEOUT, TaskChildren
-from ._dialect import Dialect
 from ._logging import Logging
 from ._questions import ask_all, ask_one
 from ._scopes import IDENTITY_INFO
@@ -65,8 +64,9 @@ class RequestContext:
         peer: The connection the request arrived on.
         request_id: The JSON-RPC id of the request.
         meta: The request's ``_meta`` (``None`` if absent).
-        dialect: The request's era when it is not the connection's (a 2026-07-28
-            request: its per-request ``_meta`` and how it asks; ``None``: 2025-11-25).
+        dialect: The request's era (:class:`~._base.Dialect`): a 2026-07-28 request's
+            own (its per-request ``_meta`` and how it asks), else the connection's
+            (2025-11-25: what its handshake fixed; the default).
         caller: Who sent the request when it came without a connection of its own
             (a 2026-07-28 Streamable HTTP POST); ``None``: :attr:`peer`'s connection.
     """
@@ -84,7 +84,7 @@ class RequestContext:
         self.peer = peer
         self.request_id = request_id
         self.meta = meta
-        self.dialect = dialect
+        self.dialect: Dialect = peer.dialect if dialect is None else dialect
         self.caller = caller
         self._task = task
         self._progress_count = 0.0
@@ -125,16 +125,12 @@ class RequestContext:
     @property
     def era(self) -> str:
         """The protocol version of this request: ``"2026-07-28"`` or the session's 2025 one."""
-        if self.dialect is not None:
-            return self.dialect.protocol_version
-        return self.peer.protocol_version or "2025-11-25"
+        return self.dialect.protocol_version
 
     @property
     def client_capabilities(self) -> ClientCapabilities | None:
         """The capabilities the client declared: the request's own in 2026-07-28."""
-        if self.dialect is not None:
-            return self.dialect.client_capabilities
-        return self.peer.remote_client_capabilities
+        return self.dialect.client_capabilities
 
     @property
     def progress_token(self) -> str | int | None:
@@ -150,7 +146,7 @@ class RequestContext:
         progress notifications there) shows it as its ``statusMessage`` instead: ``message``,
         else ``"progress/total"``. Cancellation: safe; the progress may or may not go.
         """
-        if self._task is not None and self._task.pulled is not None:
+        if self._task is not None and not self._task.questions.notifies:
             return self._task.show_progress(progress_text(progress, total, message))
         token = self.progress_token
         if token is None:
@@ -275,7 +271,7 @@ class RequestContext:
         Cancellation: safe to cancel; the message may or may not go.
         """
         peer: object = self.peer
-        if self._task is not None and self._task.pulled is not None:
+        if self._task is not None and not self._task.questions.notifies:
             return  # the tasks extension has no log messages on tasks
         if self._task is not None:
             peer = self._task.registry.live_peer(self._task.record.owner, prefer=self.peer)
@@ -355,7 +351,7 @@ class RequestContext:
         ``tasks/update`` answers). Does nothing in any other case (2025-11-25,
         a task without a prelude, a plain call). Cancellation: safe.
         """
-        if self._task is not None and self.dialect is not None:
+        if self._task is not None:
             self.dialect.start_task(self._task)
         await trio.lowlevel.checkpoint()
 

@@ -26,9 +26,8 @@ from .._messages import (
     from_wire,
     level_rank,
 )
-from ._base import AppView, PeerCore, Role
+from ._base import AppView, Dialect, PeerCore, Role, current_dialect
 from ._callbacks import run_callback
-from ._dialect import Dialect, current_dialect
 from ._list_changes import ready
 
 log = logging.getLogger("trio_mcp.peer")
@@ -76,24 +75,22 @@ class Logging(PeerCore):
 
         A message sent from a 2026-07-28 request's handler (Python ``logging``
         through :class:`McpLogHandler`, or :meth:`send_log_message`) is weighed
-        against that request's log level (:data:`~._dialect.current_dialect`).
+        against that request's log level (:data:`~._base.current_dialect`).
 
         Raises:
             ValueError: ``level`` is not an RFC 5424 level name.
         """
-        return self.wants_log_for(level, current_dialect.get())
+        return self.wants_log_for(level, current_dialect.get() or self.dialect)
 
-    def wants_log_for(self, level: str, dialect: Dialect | None) -> bool:
-        """Whether a message at ``level`` goes to this connection for a request of ``dialect``.
+    def wants_log_for(self, level: str, dialect: Dialect) -> bool:
+        """Whether a message at ``level`` goes to this connection for a request of ``dialect``
+        (:meth:`Dialect.lets_log <._base.Dialect.lets_log>`: 2025-11-25, the connection's
+        ``logging/setLevel``; 2026-07-28, the request's own ``logLevel``).
 
         Raises:
             ValueError: ``level`` is not an RFC 5424 level name.
         """
-        rank = level_rank(level)
-        if dialect is not None:
-            # 2026-07-28: the request's own logLevel; none means no log messages.
-            return dialect.log_level is not None and rank >= level_rank(dialect.log_level)
-        return self.log_level is None or rank >= level_rank(self.log_level)
+        return dialect.lets_log(level_rank(level))
 
     def _log_params(
         self, level: str, data: Any, logger: str | None

@@ -73,7 +73,9 @@ class Prompts(PeerCore):
                 INVALID_PARAMS, f"Missing required arguments for prompt {spec.prompt.name}: "
                 + ", ".join(missing)
             )
-        ctx = RequestContext(self, req.id, params.meta, dialect=req.dialect, caller=req.caller)
+        ctx = RequestContext(
+            self, req.id, params.meta, dialect=self.dialect_of(req), caller=req.caller
+        )
         value = await call_with(spec.fn, spec.sig, arguments, ctx)
         return to_prompt_result(value, spec.prompt.description)
 

@@ -135,7 +135,8 @@ class Resources(PeerCore):
     async def _on_resources_read(self, req: Request) -> ReadResourceResult:
         uri, spec, variables = self._find_resource(req)
         ctx = RequestContext(
-            self, req.id, (req.params or {}).get("_meta"), dialect=req.dialect, caller=req.caller
+            self, req.id, (req.params or {}).get("_meta"), dialect=self.dialect_of(req),
+            caller=req.caller,
         )
         value = await call_with(spec.fn, spec.sig, variables, ctx)
         listing = spec.resource if isinstance(spec, ResourceSpec) else spec.template

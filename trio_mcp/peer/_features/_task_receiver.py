@@ -66,10 +66,8 @@ async def create_task(
         progress_token=token if isinstance(token, str | int) else None,
         rerun=rerun,
     )
-    if req.dialect is not None:  # 2026-07-28: the requestor pulls the questions
-        actor.pulled = req.dialect.task_questions()
-        if actor.record.attempt > 1:  # a re-run: keys of its own
-            actor.pulled.key_prefix = f"a{actor.record.attempt}."
+    dialect = peer.dialect_of(req)
+    actor.questions = dialect.task_questions(actor)
     parent = parent_of(request_meta)
     if parent is not None:  # a child of another peer's task (``ctx.children()``)
         tree_of(actor).parent = parent
@@ -82,13 +80,8 @@ async def create_task(
                     await registry.cancel(owner, task_id)
 
             actor.wrap_work(watch_orphan(after / 1000, orphaned))
-    if req.dialect is not None:  # the era's CreateTaskResult
-        return Reply(req.dialect.task_created(actor.record, result_meta), actor.launch)
-    # = to_wire(CreateTaskResult(actor.record.snapshot(), meta=result_meta))
-    result: dict[str, Any] = {"task": actor.record.wire()}
-    if result_meta is not None:
-        result["_meta"] = result_meta
-    return Reply(result, actor.launch)  # = actor.announced.set
+    # The era's CreateTaskResult; the work starts once it is sent (= actor.announced.set).
+    return Reply(dialect.task_created(actor.record, result_meta), actor.launch)
 
 
 def hosts(peer: PeerCore, method: str) -> bool:

@@ -21,7 +21,6 @@ from ..._errors import (
 from ..._inline import leave_reader
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
-    MODERN_PROTOCOL_VERSION,
     CallToolParams,
     CallToolResult,
     ListToolsResult,
@@ -41,9 +40,8 @@ from .._session import ProgressCallback
 from .._signatures._toolspec import ArgumentError, ToolSpec
 from .._tasks import TaskActor, TaskHandle
 from .._tasks._rerun import Rerun, RerunTicket, encode_request
-from ._base import AppView, Caller, PeerCore, Role
+from ._base import AppView, Caller, Dialect, PeerCore, Role
 from ._context import RequestContext
-from ._dialect import Dialect
 from ._scopes import check_scopes, identity_of, rule, visible
 from ._task_receiver import create_task, hosts
 
@@ -101,8 +99,8 @@ class Tools(PeerCore):
         if self.role is not Role.SERVER or not tools:
             raise McpError(METHOD_NOT_FOUND, "Method not found: tools/call")
         name, arguments, task, meta = call_params_fields(req.params)
-        if req.dialect is not None:  # the era decides (2026-07-28: the server, not params)
-            task = req.dialect.task
+        dialect = self.dialect_of(req)
+        task = dialect.call_task(task)  # (2026-07-28: the server decides, not the params)
         spec: ToolSpec | None = tools.get(name)
         if spec is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
@@ -120,19 +118,19 @@ class Tools(PeerCore):
                     METHOD_NOT_FOUND, f"Tool {spec.tool.name!r} requires task-augmented execution"
                 )
 
-            ticket = self._rerun_ticket(req, spec.tool.name)  # a re-runnable task's
-            work = _ToolWork(self, spec, req.id, meta, arguments, req.dialect, req.caller)
+            ticket = self._rerun_ticket(req, dialect, spec.tool.name)  # a re-runnable task's
+            work = _ToolWork(self, spec, req.id, meta, arguments, dialect, req.caller)
             immediate = self.app.immediate_response(spec.tool.name)
             response_meta = {MODEL_IMMEDIATE_RESPONSE_META: immediate} if immediate else None
             return await create_task(self, req, task, meta, work, response_meta, rerun=ticket)
         ctx = None
         if spec.context_param:
-            ctx = RequestContext(self, req.id, meta, dialect=req.dialect, caller=req.caller)
+            ctx = RequestContext(self, req.id, meta, dialect=dialect, caller=req.caller)
         if spec.inline:
             return self._run_tool_now(spec, arguments, ctx)
         return await self._run_tool(spec, arguments, ctx)
 
-    def _rerun_ticket(self, req: Request, name: str) -> RerunTicket | None:
+    def _rerun_ticket(self, req: Request, dialect: Dialect, name: str) -> RerunTicket | None:
         """What the store keeps to run this tool task again in any process: for a tool
         with ``rerun=``, and for every task of a front process (run by a worker, once).
 
@@ -149,19 +147,15 @@ class Tools(PeerCore):
         if identity is not None:
             who = {"subject": identity.subject, "clientId": identity.client_id,
                    "scopes": sorted(identity.scopes)}  # fmt: skip
-        modern = req.dialect is not None
-        capabilities = None
-        if not modern and self.remote_capabilities is not None:
-            capabilities = to_wire(self.remote_capabilities)
         request = encode_request(
-            era=self.protocol_version if not modern else MODERN_PROTOCOL_VERSION,
+            era=dialect.protocol_version,
             method=req.method,
             params=req.params,
             context=self.context_of(req),
             principal=self.principal_of(req),
             identity=who,
             transport=self.info_of(req).get("transport"),
-            client_capabilities=capabilities,
+            client_capabilities=dialect.stored_capabilities(),
             limit=policy.max_request_bytes,
         )
         return RerunTicket(name, policy.attempts, policy.backoff, request)
@@ -428,7 +422,7 @@ class _ToolWork:
         request_id: RequestId,
         meta: dict[str, Any] | None,
         arguments: dict[str, Any] | None,
-        dialect: Dialect | None,
+        dialect: Dialect,
         caller: Caller | None,
     ) -> None:
         self._tools = tools

@@ -4,7 +4,9 @@ It talks to connections only through the protocols in :mod:`._connection`,
 so it imports nothing from the session or the MCP features above it.
 """
 
+from ._actor import PUSHED as PUSHED
 from ._actor import TaskActor as TaskActor
+from ._actor import TaskQuestions as TaskQuestions
 from ._actor import Work as Work
 from ._connection import RequestorConnection as RequestorConnection
 from ._connection import StatusWaiters as StatusWaiters
@@ -12,7 +14,7 @@ from ._connection import TaskConnection as TaskConnection
 from ._handle import TaskHandle as TaskHandle
 from ._limits import TaskLimits as TaskLimits
 from ._open import open_task_store as open_task_store
-from ._pull import PulledInputs as PulledInputs
+from ._questions import PulledInputs as PulledInputs
 from ._registry import TaskRegistry as TaskRegistry
 from ._sqlite import SqliteTaskStore as SqliteTaskStore
 from ._state import TRANSITIONS as TRANSITIONS

@@ -15,7 +15,6 @@ from ... import _telemetry
 from ..._errors import INTERNAL_ERROR, ConnectionClosed, McpError, RemoteError
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._connection import TaskConnection
-from ._pull import PulledInputs
 from ._shared import InputRelay
 from ._state import TaskEvent
 from ._store import TaskOutcome, TaskRecord
@@ -82,6 +81,80 @@ _InputChannel: TypeAlias = tuple[
 ]
 
 
+class TaskQuestions(Protocol):
+    """How one task's questions reach its requestor and come back (a strategy).
+
+    Attributes:
+        notifies: Whether the requestor gets the task's notifications (progress,
+            log messages) as they happen; ``False``: it polls for everything, and
+            progress is shown as the task's status message.
+    """
+
+    notifies: bool
+
+    def post(
+        self, actor: TaskActor, method: str, params: dict[str, Any], key: str | None
+    ) -> Any:
+        """Make the question ready to travel, before the task shows ``input_required``;
+        what :meth:`wait` takes.
+
+        Raises:
+            RuntimeError: Too many questions outstanding at once.
+        """
+        ...
+
+    async def wait(
+        self, actor: TaskActor, posted: Any
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Wait for the answer to a posted question.
+
+        Returns:
+            The raw result and the connection that delivered it (``None`` when
+            it did not come over a connection of this process).
+
+        Raises:
+            RemoteError: The requestor answered with an error.
+            ConnectionClosed: No connection of the requestor was open and the
+                task ended while waiting.
+
+        Cancellation: the question is withdrawn.
+        """
+        ...
+
+
+
+@final
+class PushedQuestions:
+    """Questions sent to the requestor as requests (a :class:`TaskQuestions`): the
+    default of every actor (:data:`PUSHED`). Each carries the related-task ``_meta``
+    and is delivered by the actor (:meth:`TaskActor.push`); the requestor gets the
+    task's notifications as they happen."""
+
+    __slots__ = ()
+    notifies = True
+
+    def post(
+        self, actor: TaskActor, method: str, params: dict[str, Any], key: str | None
+    ) -> _InputRequest:
+        """The request to send (``key`` is not on this wire)."""
+        params = dict(params)
+        params["_meta"] = related_task_meta(actor.task_id, params.get("_meta"))
+        item = _InputRequest(method, params)
+        if actor.trace is not None:
+            item.context = actor.trace.context
+        return item
+
+    async def wait(
+        self, actor: TaskActor, posted: _InputRequest
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Deliver the request and wait for its answer (:meth:`TaskActor.push`)."""
+        return await actor.push(posted)
+
+
+#: The pushed strategy (stateless: one for every actor).
+PUSHED = PushedQuestions()
+
+
 @final
 class Announcement:
     """The handle the session calls once the ``CreateTaskResult`` is sent.
@@ -131,9 +204,9 @@ class TaskActor:
     #: Set (and dropped) when the task ends or its first input request is
     #: queued: what :meth:`wait_done` waits on. Made only while someone waits.
     _changed: trio.Event | None = None
-    #: 2026-07-28 tasks extension: the requestor pulls the questions
-    #: (``tasks/get`` shows them, ``tasks/update`` answers); None: pushed.
-    pulled: PulledInputs | None = None
+    #: How the task's questions travel to its requestor (its era's choice, made by
+    #: whoever created the task): pushed as requests, or pulled (``PulledInputs``).
+    questions: TaskQuestions = PUSHED
     #: With tracing on: the work's span (``trio_mcp._telemetry._calls.TaskTrace``).
     trace: Any = None
     #: Its place in a task tree across peers (parent, remote children), if any.
@@ -182,8 +255,8 @@ class TaskActor:
         self._signal_change()
 
     def show_progress(self, message: str) -> None:
-        """Progress of a task whose requestor pulls (2026-07-28: the extension has no progress
-        notifications): its new status message, shown by ``tasks/get``."""
+        """Progress of a task whose requestor gets no notifications
+        (``questions.notifies`` is false): its new status message, shown by ``tasks/get``."""
         self.registry.transition(self, None, message)
 
     def wrap_work(self, wrapper: Callable[[Work], Work]) -> None:
@@ -253,66 +326,35 @@ class TaskActor:
     async def ask(
         self, method: str, params: dict[str, Any], key: str | None = None
     ) -> tuple[dict[str, Any], TaskConnection | None]:
-        """Send ``method`` to the requestor on the task's behalf and await the answer.
+        """Ask the requestor ``method`` on the task's behalf and await the answer.
 
-        The request carries the related-task ``_meta``; the task is
-        ``input_required`` until every outstanding request is answered. It is
-        delivered on the connection that has ``tasks/result`` open for this
-        task; if none does within one ``pollInterval``, it goes straight to the
-        requestor's most recent connection (a requestor that only polls
-        ``tasks/get`` is never stuck).
-
-        With :attr:`pulled` (the 2026-07-28 tasks extension) the question
-        is posted under ``key`` (made unique for the task's life) for
-        ``tasks/get`` to show and ``tasks/update`` to answer instead.
+        The question travels as :attr:`questions` says (pushed as a request with
+        the related-task ``_meta``, or posted under ``key``, made unique for the
+        task's life, for the requestor to pull); the task is ``input_required``
+        until every outstanding question is answered.
 
         Returns:
             The raw result and the peer that delivered it (``None`` when a
             connection in another process did, with a shared store, or the
-            answer came by ``tasks/update``).
+            answer was pulled).
 
         Raises:
             RemoteError: The requestor answered with an error.
             ConnectionClosed: No connection of the requestor was open and the
                 task was cancelled or expired while waiting.
+            RuntimeError: Too many questions outstanding at once (pulled).
         """
-        params = dict(params)
-        if self.pulled is None:
-            params["_meta"] = related_task_meta(self.task_id, params.get("_meta"))
-        item = _InputRequest(method, params)
-        # Pulled: posted first, so the input_required status shows the question.
-        posted = self.pulled.post(method, params, key) if self.pulled is not None else None
+        questions = self.questions
+        # Posted first, so the input_required status shows the question.
+        posted = questions.post(self, method, params, key)
         self._pending_inputs += 1
         shown = self.tree.asking(method, params) if self.tree is not None else None
         if self.record.status is TaskStatus.WORKING:
             self.registry.transition(self, TaskEvent.NEED_INPUT)
         if self.trace is not None:
-            item.context = self.trace.context
             self.trace.status_changed(self.record)
         try:
-            if self.pulled is not None and posted is not None:
-                relay = self.registry.input_relay
-                if relay is not None:  # shared by processes: through the store too
-                    return await relay.ask_pulled(self, posted, method, params), None
-                return await self.pulled.wait(posted), None
-            relay = self.registry.input_relay
-            if relay is not None:  # tasks shared by processes: through the store
-                return await relay.ask(self, method, params)
-            self._input_channel()[0].send_nowait(item)
-            with trio.move_on_after(self.record.poll_interval / 1000):
-                await item.answered.wait()
-            while not item.answered.is_set():
-                if not item.claimed:
-                    peer = self.registry.live_peer(self.record.owner, prefer=self.origin)
-                    if peer is not None:
-                        await _deliver(item, peer, self._input_channel()[0])
-                        continue
-                with trio.move_on_after(self.record.poll_interval / 1000):
-                    await item.answered.wait()
-            if item.error is not None:
-                raise item.error
-            assert item.result is not None and item.peer is not None
-            return item.result, item.peer
+            return await questions.wait(self, posted)
         finally:
             self._pending_inputs -= 1
             if shown is not None and self.tree is not None:
@@ -321,6 +363,38 @@ class TaskActor:
                 self.registry.transition(self, TaskEvent.INPUT_GIVEN)
                 if self.trace is not None:
                     self.trace.status_changed(self.record)
+
+    async def push(self, item: _InputRequest) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Deliver a pushed question (:class:`PushedQuestions`) and await the answer.
+
+        It goes on the connection that has ``tasks/result`` open for this task;
+        if none does within one ``pollInterval``, straight to the requestor's most
+        recent connection (a requestor that only polls ``tasks/get`` is never
+        stuck). With a shared store it is queued there for any process.
+
+        Raises:
+            RemoteError: The requestor answered with an error.
+            ConnectionClosed: No connection of the requestor was open and the
+                task was cancelled or expired while waiting.
+        """
+        relay = self.registry.input_relay
+        if relay is not None:  # tasks shared by processes: through the store
+            return await relay.ask(self, item.method, item.params)
+        self._input_channel()[0].send_nowait(item)
+        with trio.move_on_after(self.record.poll_interval / 1000):
+            await item.answered.wait()
+        while not item.answered.is_set():
+            if not item.claimed:
+                peer = self.registry.live_peer(self.record.owner, prefer=self.origin)
+                if peer is not None:
+                    await _deliver(item, peer, self._input_channel()[0])
+                    continue
+            with trio.move_on_after(self.record.poll_interval / 1000):
+                await item.answered.wait()
+        if item.error is not None:
+            raise item.error
+        assert item.result is not None and item.peer is not None
+        return item.result, item.peer
 
     async def wait_done(self, peer: TaskConnection) -> None:
         """Wait until the task ends, delivering its side-channel requests over ``peer``.

@@ -51,6 +51,7 @@ from ._ledger import (
     live_cap_reached,
     owned,
 )
+from ._questions import PulledInputs
 from ._rerun import RerunStore, rerun_store
 from ._shared import store_unavailable
 from ._state import TaskEvent
@@ -437,107 +438,91 @@ class Cluster:
                 del self._asking[task_id]
 
     async def ask_pulled(
-        self, actor: TaskActor, key: str, method: str, params: dict[str, Any]
+        self, actor: TaskActor, pulled: PulledInputs, key: str, method: str,
+        params: dict[str, Any],
     ) -> dict[str, Any]:
-        """A pulled question (2026-07-28 tasks extension): see :func:`ask_pulled`."""
-        return await ask_pulled(self, actor, key, method, params)
+        """A pulled question (posted in the actor's ``pulled``), visible to every process.
+
+        Queued in the store (any process's ``tasks/get`` shows it); the answer
+        comes from a local one (``pulled.answer``) or one stored by another
+        process, whichever is first.
+
+        Cancellation: the question is taken off the queue.
+        """
+        task_id = actor.task_id
+        with self.asking(task_id):
+            return await self._ask_pulled(actor, pulled, key, method, params)
+
+    async def _ask_pulled(
+        self,
+        actor: TaskActor,
+        pulled: PulledInputs,
+        key: str,
+        method: str,
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        task_id = actor.task_id
+        await self.store.push_input(task_id, InputItem(key, method, params))
+        self.wake(task_id)
+        got: list[dict[str, Any]] = []
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def local() -> None:
+                    got.append(await pulled.answered(key))
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(local)
+                while not got:
+                    hint = self._hint(task_id)
+                    stored = await self.store.take_answer(task_id, key)
+                    if stored is not None and stored.result is not None:
+                        got.append(stored.result)
+                        nursery.cancel_scope.cancel()
+                        break
+                    await self._sleep_on(hint, actor.record.poll_interval / 1000)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await self.store.claim_input(task_id, key)
+        return got[0]
 
     async def ask(
         self, actor: TaskActor, method: str, params: dict[str, Any]
     ) -> tuple[dict[str, Any], TaskConnection | None]:
-        """Queue ``method`` for the requestor in the store and await its answer
-        (:func:`ask_pushed`)."""
-        return await ask_pushed(self, actor, method, params)
+        """Queue ``method`` for the requestor in the store and await its answer.
 
-async def ask_pulled(
-    cluster: Cluster, actor: TaskActor, key: str, method: str, params: dict[str, Any]
-) -> dict[str, Any]:
-    """A pulled question (the 2026-07-28 tasks extension), visible to every process.
-
-    Queued in the store (any process's ``tasks/get`` shows it); the answer
-    comes from a local ``tasks/update`` (:attr:`TaskActor.pulled`) or one
-    stored by another process, whichever is first.
-
-    Cancellation: the question is taken off the queue.
-    """
-    task_id = actor.task_id
-    assert actor.pulled is not None
-    pulled = actor.pulled
-    with cluster.asking(task_id):
-        return await _ask_pulled(cluster, actor, pulled, key, method, params)
-
-
-async def _ask_pulled(
-    cluster: Cluster,
-    actor: TaskActor,
-    pulled: Any,
-    key: str,
-    method: str,
-    params: dict[str, Any],
-) -> dict[str, Any]:
-    task_id = actor.task_id
-    await cluster.store.push_input(task_id, InputItem(key, method, params))
-    cluster.wake(task_id)
-    got: list[dict[str, Any]] = []
-    try:
-        async with trio.open_nursery() as nursery:
-
-            async def local() -> None:
-                got.append(await pulled.wait(key))
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(local)
-            while not got:
-                hint = cluster._hint(task_id)
-                stored = await cluster.store.take_answer(task_id, key)
-                if stored is not None and stored.result is not None:
-                    got.append(stored.result)
-                    nursery.cancel_scope.cancel()
-                    break
-                await cluster._sleep_on(hint, actor.record.poll_interval / 1000)
-    finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(2):
-            await cluster.store.claim_input(task_id, key)
-    return got[0]
-
-
-async def ask_pushed(
-    cluster: Cluster, actor: TaskActor, method: str, params: dict[str, Any]
-) -> tuple[dict[str, Any], TaskConnection | None]:
-    """Queue ``method`` for the requestor in the store and await its answer.
-
-    Raises:
-        RemoteError: The requestor answered with an error.
-        McpError: -32603 when the store is unavailable.
-    """
-    task_id = actor.task_id
-    key = str(next(cluster._keys))
-    if actor.record.attempt > 1:  # a re-run: never the key of an earlier run's question
-        key = f"{actor.record.attempt}.{key}"
-    item = InputItem(key, method, params)
-    with cluster.asking(task_id):
-        await cluster.store.push_input(task_id, item)
-        cluster.wake(task_id)  # a tasks/result open here takes it at once
-        hint = cluster._hint(task_id)
-        poll = actor.record.poll_interval / 1000
-        fallback_at = trio.current_time() + poll
-        while (answer := await cluster.store.take_answer(task_id, item.key)) is None:
-            if trio.current_time() >= fallback_at:
-                fallback_at = trio.current_time() + poll
-                peer = cluster._ledger.live_peer(actor.record.owner, prefer=actor.origin)
-                if peer is not None and await cluster.store.claim_input(task_id, item.key):
-                    try:
-                        return await peer.request_raw(method, params), peer
-                    except ConnectionClosed:
-                        await cluster.store.requeue_input(task_id, item)
-            await cluster._sleep_on(hint, max(0.0, fallback_at - trio.current_time()))
-            hint = cluster._hint(task_id)
-    via = cluster._via.pop((task_id, item.key), None)
-    if answer.error is not None:
-        error = answer.error
-        raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
-    assert answer.result is not None
-    return answer.result, via
+        Raises:
+            RemoteError: The requestor answered with an error.
+            McpError: -32603 when the store is unavailable.
+        """
+        task_id = actor.task_id
+        key = str(next(self._keys))
+        if actor.record.attempt > 1:  # a re-run: never the key of an earlier run's question
+            key = f"{actor.record.attempt}.{key}"
+        item = InputItem(key, method, params)
+        with self.asking(task_id):
+            await self.store.push_input(task_id, item)
+            self.wake(task_id)  # a tasks/result open here takes it at once
+            hint = self._hint(task_id)
+            poll = actor.record.poll_interval / 1000
+            fallback_at = trio.current_time() + poll
+            while (answer := await self.store.take_answer(task_id, item.key)) is None:
+                if trio.current_time() >= fallback_at:
+                    fallback_at = trio.current_time() + poll
+                    peer = self._ledger.live_peer(actor.record.owner, prefer=actor.origin)
+                    if peer is not None and await self.store.claim_input(task_id, item.key):
+                        try:
+                            return await peer.request_raw(method, params), peer
+                        except ConnectionClosed:
+                            await self.store.requeue_input(task_id, item)
+                await self._sleep_on(hint, max(0.0, fallback_at - trio.current_time()))
+                hint = self._hint(task_id)
+        via = self._via.pop((task_id, item.key), None)
+        if answer.error is not None:
+            error = answer.error
+            raise RemoteError(int(error["code"]), str(error["message"]), error.get("data"))
+        assert answer.result is not None
+        return answer.result, via
 
 
 async def _deliver(

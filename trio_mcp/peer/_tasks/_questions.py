@@ -1,21 +1,32 @@
-"""Questions a task's requestor pulls (the 2026-07-28 tasks extension).
+"""Pulled questions: :class:`PulledInputs`, the task-question strategy where the requestor polls.
 
-In 2025-11-25 a task's questions are pushed: sent to the requestor as
-requests (``TaskActor.ask``). With the tasks extension the requestor pulls
-them: ``tasks/get`` shows the outstanding ones (``inputRequests``, keyed,
-each key unique for the task's life) and ``tasks/update`` answers them
-(``inputResponses``; unknown or already answered keys are ignored, a
-partial set is fine). :class:`PulledInputs` is that mailbox; an actor that
-has one asks through it (``TaskActor.ask``).
+A task actor asks its requestor for input (elicitation, sampling, roots)
+through the strategy its creator handed it (:attr:`TaskActor.questions`, a
+``_actor.TaskQuestions``); the runtime knows two, and no era:
+
+* pushed (``_actor.PUSHED``, the default): each question is a request sent to
+  the requestor's connection, with the related-task ``_meta``;
+* pulled (:class:`PulledInputs`): the requestor polls. ``tasks/get`` shows the
+  outstanding questions (keyed, each key unique for the task's life) and an
+  answer comes back keyed (unknown or already answered keys are ignored, a
+  partial set is fine). Such a requestor gets no notifications of the task:
+  its progress is the task's status message.
+
+Which one a task gets is its era's decision (the dialect's), not the runtime's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
+
+if TYPE_CHECKING:
+    from ._actor import TaskActor
+    from ._connection import TaskConnection
+
 
 #: Most outstanding questions one task may hold at once.
 MAX_OUTSTANDING = 64
@@ -33,14 +44,11 @@ class _Question:
 @final
 @attrs.define(eq=False)
 class PulledInputs:
-    """The outstanding questions of one task whose requestor pulls them.
+    """The outstanding questions of one task whose requestor pulls them (a
+    ``TaskQuestions``): a mailbox that ``tasks/get`` reads (:meth:`requests`)
+    and the requestor's answers fill (:meth:`answer`)."""
 
-    Attributes:
-        capabilities: What the requestor declared (opaque here: the features
-            check a question against it before asking).
-    """
-
-    capabilities: Any = None
+    notifies = False
     _outstanding: dict[str, _Question] = attrs.field(factory=dict)
     _issued: set[str] = attrs.field(factory=set)
     #: Put before every key made here: a re-run's (``"a2."``) never reuses a key an
@@ -63,8 +71,11 @@ class PulledInputs:
         self._issued.add(key)
         return key
 
-    def post(self, method: str, params: dict[str, Any], key: str | None = None) -> str:
-        """Post one question (shown by :meth:`requests` from now on); its key.
+    def post(
+        self, actor: TaskActor, method: str, params: dict[str, Any], key: str | None
+    ) -> tuple[str, str, dict[str, Any]]:
+        """Post one question (shown by :meth:`requests` from now on); its key, method
+        and params (what :meth:`wait` takes).
 
         Raises:
             RuntimeError: Too many questions outstanding at once.
@@ -73,10 +84,24 @@ class PulledInputs:
             raise RuntimeError(f"at most {MAX_OUTSTANDING} outstanding questions per task")
         chosen = self.key_for(key, method)
         self._outstanding[chosen] = _Question(method, params)
-        return chosen
+        return chosen, method, params
 
-    async def wait(self, key: str) -> dict[str, Any]:
-        """Wait for the answer to the question posted under ``key`` (raw result JSON).
+    async def wait(
+        self, actor: TaskActor, posted: tuple[str, str, dict[str, Any]]
+    ) -> tuple[dict[str, Any], TaskConnection | None]:
+        """Wait for the answer to a posted question: here, or (tasks shared by
+        processes) through the store from any process, whichever comes first.
+
+        Cancellation: the question is withdrawn (``tasks/get`` no longer shows it).
+        """
+        key, method, params = posted
+        relay = actor.registry.input_relay
+        if relay is not None:  # shared by processes: queued in the store too
+            return await relay.ask_pulled(actor, self, key, method, params), None
+        return await self.answered(key), None
+
+    async def answered(self, key: str) -> dict[str, Any]:
+        """The answer to the question posted under ``key`` here (raw result JSON).
 
         Cancellation: the question is withdrawn (``tasks/get`` no longer shows it).
         """

@@ -135,10 +135,10 @@ class InputRelay(Protocol):
         ...
 
     async def ask_pulled(
-        self, actor: Any, key: str, method: str, params: dict[str, Any]
+        self, actor: Any, pulled: Any, key: str, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """A pulled question (2026-07-28): queued in the store for any process's
-        ``tasks/get``; answered by ``tasks/update`` here or in any process."""
+        """A pulled question (posted in ``pulled``, the actor's ``PulledInputs``): queued
+        in the store for any process to show; answered here or in any process."""
         ...
 
 

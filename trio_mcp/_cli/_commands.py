@@ -35,6 +35,7 @@ from .._errors import (
 from .._runner import start_failure
 from .._util import quiet_interrupted_coroutines
 from ..peer import App, Peer
+from ..peer._dialects._modern_client import ModernClient
 from ..peer._dialects._modern_requestor import get_detailed
 from ..peer._messages import CallToolResult, Task, TextContent, from_wire, to_wire
 from ..peer._tasks import META_CHILDREN, META_QUESTION
@@ -188,13 +189,13 @@ async def _call_tool(
     followed: _Followed,
 ) -> tuple[int, CallToolResult | None]:
     async with connect(args, client_app(args, view)) as peer:
-        followed.modern = peer.modern is not None
+        followed.modern = _speaks_modern(peer)
         name = peer.remote_info.name if peer.remote_info else "the server"
         view.update(f"connected to {name}")
         with trio.move_on_after(args.timeout if args.timeout is not None else float("inf")):
             await _set_log_level(peer, args.log_level, view)
             await _check_tool(peer, args.tool, args.task)
-            if args.ttl is not None and peer.modern is not None:
+            if args.ttl is not None and _speaks_modern(peer):
                 view.note("--ttl is not sent in 2026-07-28: the server chooses the task's ttl")
             if not args.task:
                 view.update(f"calling {args.tool}")
@@ -257,7 +258,7 @@ async def _check_tool(peer: Peer, tool: str, as_task: bool) -> None:
         names = ", ".join(sorted(tools)) or "none"
         raise CliError(f"the server has no tool {tool!r} (its tools: {names})")
     support = found.task_support
-    if peer.modern is not None:
+    if _speaks_modern(peer):
         return
     if as_task and support == "forbidden":
         raise CliError(f"tool {tool!r} cannot run as a task: call it without --task")
@@ -305,7 +306,7 @@ async def _tasks(args: argparse.Namespace, view: StatusView) -> tuple[int, Any]:
                 if getattr(args, "json", False):
                     return EXIT_OK, tree
                 return EXIT_OK, "\n".join(draw_tree(tree))
-            if peer.modern is not None:
+            if _speaks_modern(peer):
                 return await _modern_tasks(peer, args.action, getattr(args, "task_id", None))
             match args.action:
                 case "list":
@@ -586,3 +587,8 @@ def run_demo_agent_b(args: argparse.Namespace) -> int:
     from ._demo import run_agent_b_process
 
     return run_agent_b_process(port=args.port, pace=args.pace)
+
+
+def _speaks_modern(peer: Peer) -> bool:
+    """Whether the connection chose 2026-07-28 (as a client)."""
+    return isinstance(peer.client_era, ModernClient)

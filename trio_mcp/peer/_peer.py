@@ -18,7 +18,7 @@ import trio
 
 from .._util import interrupt_wins, unwrap_group
 from ._app import App
-from ._dialects._legacy import LegacyDialect
+from ._dialects._legacy import LegacyClient, LegacyDialect
 from ._dialects._modern import become_modern, offer_both_eras
 from ._dialects._modern_client import choose_client_era
 from ._features._base import ANONYMOUS_CONTEXT, Role
@@ -87,6 +87,7 @@ class Peer(
     ) -> None:
         super().__init__(app, bus, role, client_info=client_info)
         self.dialect = LegacyDialect(self)  # until a 2026-07-28 request brings its own
+        self.client_era = LegacyClient(self)  # until the client chose 2026-07-28
         self.era = era
         if role is Role.SERVER:
             host_reruns(app)
@@ -124,16 +125,18 @@ class Peer(
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self.session.run)
                     if self.role is Role.CLIENT:
-                        self.modern = await choose_client_era(
+                        modern = await choose_client_era(
                             self, self.era or "2025-11-25", self._handshake,
                             server_key=self.bus.info.get("server_key"),
                         )
                         callbacks = self.app.callbacks
-                        if self.modern is not None and (
-                            callbacks.list_changed is not None
-                            or callbacks.resource_updated is not None
-                        ):
-                            await self.modern.subscribe()
+                        if modern is not None:
+                            self.client_era = modern
+                            if (
+                                callbacks.list_changed is not None
+                                or callbacks.resource_updated is not None
+                            ):
+                                await modern.subscribe()
                     task_status.started(self)
             finally:
                 self.app.connections.discard(self)

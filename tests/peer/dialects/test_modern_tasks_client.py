@@ -84,7 +84,7 @@ async def modern_pair(
     async with trio_mcp.open_memory_pair(
         app or server_app(), client, era=MODERN, client_context=context
     ) as pair:
-        assert pair.client.modern is not None
+        assert pair.client.client_era.protocol_version == MODERN
         yield pair.client
 
 

@@ -14,6 +14,7 @@ import trio.lowlevel
 
 import trio_mcp
 from trio_mcp import RemoteError, Rerun
+from trio_mcp.peer._dialects._modern_client import ModernClient
 from trio_mcp.peer._tasks._rerun import decode_request, exhausted_message, rerun_message
 
 from tests.helpers import LLHTTP, serving
@@ -75,8 +76,9 @@ async def test_a_rerunnable_task_keeps_its_request_and_runs_as_attempt_1(era: st
             raw = await client.request_raw("tasks/get", {"taskId": handle.task_id})
             assert raw["_meta"] == {"io.github.trio-mcp/attempt": 1}
         else:
-            assert client.modern is not None
-            _, detail = await client.modern.get_detailed(handle.task_id)
+            era = client.client_era
+            assert isinstance(era, ModernClient)
+            _, detail = await era.get_detailed(handle.task_id)
             assert detail["_meta"]["io.github.trio-mcp/attempt"] == 1
         plain = await client.call_tool_task("plain", {})
         assert (await plain.result()).text == "1"

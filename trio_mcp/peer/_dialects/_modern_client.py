@@ -36,6 +36,7 @@ from ..._errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ConnectionClosed,
     HeaderMismatch,
+    LocalUsageError,
     MissingClientCapability,
     RemoteError,
     RemoteProtocolError,
@@ -50,11 +51,14 @@ from .._messages import (
     META_SERVER_INFO,
     MODERN_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSIONS,
+    CallToolParams,
     CallToolResult,
     Implementation,
+    ListTasksResult,
     Request,
     ServerCapabilities,
     Task,
+    Tool,
     converter,
     to_wire,
     wire_object,
@@ -143,6 +147,11 @@ class ModernClient:
         self._uris: set[str] = set()
         self._listening: trio.CancelScope | None = None
         self._acknowledged = trio.Event()
+
+    @property
+    def protocol_version(self) -> str:
+        """The modern protocol version in use (:attr:`version`)."""
+        return self.version
 
     # --- subscriptions (subscriptions/listen) ------------------------------------------
 
@@ -310,12 +319,65 @@ class ModernClient:
         """One ``tasks/get`` (``meta``: more ``_meta``): the snapshot and its detail."""
         return await get_detailed(self.peer, task_id, meta)
 
+    async def get_task(self, task_id: str, meta: dict[str, Any] | None = None) -> Task:
+        """One ``tasks/get``: the snapshot of the detailed task."""
+        task, _ = await get_detailed(self.peer, task_id, meta)
+        return task
+
+    async def task_result(self, task_id: str) -> dict[str, Any]:
+        """Never: the tasks extension has no ``tasks/result``.
+
+        Raises:
+            LocalUsageError: Always.
+        """
+        raise _not_here("there is no tasks/result; use task(task_id).result()")
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """``tasks/cancel`` (only acknowledged), then ``tasks/get``."""
+        return await reattach(self.peer, task_id, dict).cancel()
+
+    async def list_tasks(self, cursor: str | None) -> ListTasksResult:
+        """Never: the tasks extension has no ``tasks/list``.
+
+        Raises:
+            LocalUsageError: Always.
+        """
+        raise _not_here("there is no tasks/list; a client keeps the ids of its tasks")
+
+    async def ping(self) -> None:
+        """No ``ping`` in 2026-07-28: a ``server/discover`` round trip."""
+        await self.request_raw("server/discover", None)
+
+    async def set_log_level(self, level: str) -> None:
+        """Sent from now on in every request's ``_meta`` (:attr:`log_level`)."""
+        self.log_level = level
+        await trio.lowlevel.checkpoint()
+
     async def call_tool(
-        self, params: dict[str, Any], progress: ProgressCallback | None
+        self, name: str, arguments: dict[str, Any] | None, progress: ProgressCallback | None,
+        known: Tool | None,
     ) -> CallToolResult:
         """``tools/call``, following the task the server may make of it (see
-        :func:`._modern_requestor.call_and_follow`)."""
+        :func:`._modern_requestor.call_and_follow`); ``known`` is not needed here."""
+        params = to_wire(CallToolParams(name=name, arguments=arguments))
         return await call_and_follow(self.peer, params, progress)
+
+    async def call_tool_task(
+        self, name: str, arguments: dict[str, Any] | None, *, ttl: int | None,
+        meta: dict[str, Any] | None, progress: ProgressCallback | None, known: Tool | None,
+    ) -> TaskHandle[CallToolResult]:
+        """``tools/call``; the server decides whether it becomes a task (``ttl`` is not
+        sent: the server alone chooses it), the handle follows either answer."""
+        params = to_wire(CallToolParams(name=name, arguments=arguments))
+        if meta:
+            params["_meta"] = dict(meta)
+        raw = await self.peer.request_raw("tools/call", params, progress=progress)
+        return self.task_handle(raw, CallToolResult, progress)
+
+
+def _not_here(what: str) -> LocalUsageError:
+    """The error for a 2025-11-25 task method used on a 2026-07-28 connection."""
+    return LocalUsageError(f"not in 2026-07-28: {what}")
 
 
 def adopt_discover(peer: PeerCore, result: dict[str, Any]) -> None:

@@ -166,16 +166,14 @@ class ModernTaskWire:
     async def _answer(
         self, task_id: str, requests: dict[str, Any], scope: trio.CancelScope
     ) -> None:
-        modern = self.peer.modern
+        era = self.peer.client_era
         try:
             with scope:
-                if modern is None:
-                    raise RemoteProtocolError("the connection no longer speaks 2026-07-28")
                 forward = self.peer.task_questions.get(task_id)
                 if forward is not None:  # a child's: asked of its parent's requestor
                     responses = await forward_all(forward, requests)
                 else:
-                    responses = await modern.answer(requests, {})
+                    responses = await era.answer(requests, {})
                 await self.peer.request_raw(
                     "tasks/update", {"taskId": task_id, "inputResponses": responses}
                 )

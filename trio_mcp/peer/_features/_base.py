@@ -15,7 +15,7 @@ Where the eras differ, the features ask Protocols declared here, which the
 dialects (``trio_mcp.peer._dialects``, wired in by ``Peer``) implement: the
 :class:`Dialect` of a request (every request has one: its own when it carries
 its era, a 2026-07-28 request's ``Request.dialect``, else its connection's
-:attr:`PeerCore.dialect`, 2025-11-25's handshake), :class:`ModernRequests` for
+:attr:`PeerCore.dialect`, 2025-11-25's handshake), :class:`ClientEra` for
 a client's requests, :class:`ChangeListener` for ``subscriptions/listen``.
 :data:`current_dialect` is only for what has no request in hand: a log
 message sent through Python ``logging`` or ``Peer.send_log_message`` while a
@@ -39,10 +39,12 @@ from .._messages import (
     CreateMessageParams,
     ElicitParams,
     Implementation,
+    ListTasksResult,
     Request,
     ServerCapabilities,
     Task,
     TaskMetadata,
+    Tool,
     from_answer,
     to_wire,
 )
@@ -253,42 +255,61 @@ class ChangeListener(Protocol):
         ...
 
 
-class ModernRequests(Protocol):
-    """How a client connection sends requests and follows tasks in 2026-07-28.
+class ClientEra(Protocol):
+    """How a client connection sends requests and follows tasks in its era.
 
-    The client side of the 2026-07-28 dialect
-    (:class:`trio_mcp.peer._dialects._modern_client.ModernClient`) implements it;
-    :class:`PeerCore` holds it in :attr:`~PeerCore.modern` once the client chose
-    that era, and the features ask it instead of importing the dialect.
+    A value per client connection (:attr:`PeerCore.client_era`, set by ``Peer``):
+    the 2025-11-25 dialect's ``LegacyClient`` until the client chose
+    2026-07-28, then ``ModernClient`` (both in ``trio_mcp.peer._dialects``). The
+    requestor features ask it where the eras' wires differ, and import neither.
     """
 
-    log_level: str | None
+    @property
+    def protocol_version(self) -> str | None:
+        """The era's protocol version (``None``: a 2025-11-25 connection before its handshake)."""
+        ...
 
     async def request_raw(
         self, method: str, params: dict[str, Any] | None, *,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Send ``method`` with the per-request ``_meta``; answer questions and retry."""
+        """Send ``method`` (2026-07-28: with the per-request ``_meta``, answering its
+        questions and retrying); its raw result."""
+        ...
+
+    async def ping(self) -> None:
+        """A round trip that checks the server answers (2026-07-28 has no ``ping``)."""
+        ...
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and up (2026-07-28: in every request's ``_meta``)."""
         ...
 
     async def subscribe(self, uri: str | None = None) -> None:
-        """Keep a ``subscriptions/listen`` open (with ``uri``'s updates, if given)."""
+        """Get the updates about ``uri`` (2026-07-28: a ``subscriptions/listen`` kept open,
+        also for list changes with ``uri=None``)."""
         ...
 
     async def unsubscribe(self, uri: str) -> None:
-        """Drop ``uri`` from the subscription."""
+        """Stop the updates about ``uri``."""
         ...
 
     async def answer(self, requests: dict[str, Any], answered: dict[str, Any]) -> dict[str, Any]:
-        """Answer a task's or a result's ``inputRequests`` with this side's handlers."""
+        """Answer a task's or a result's ``inputRequests`` with this side's handlers.
+
+        Raises:
+            RemoteProtocolError: (2025-11-25) questions come as requests there.
+        """
         ...
 
     def task_handle(
         self, raw: dict[str, Any], result_type: type[R], progress: ProgressCallback | None = None
     ) -> TaskHandle[R]:
-        """The handle for the answer to a call: a task, or its result (already completed).
+        """The handle for the answer to a task-augmented call (2026-07-28: a task, or its
+        result already completed; ``progress`` gets each new status message).
 
-        ``progress`` is called with each new status message of the task.
+        Raises:
+            RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
         """
         ...
 
@@ -296,17 +317,53 @@ class ModernRequests(Protocol):
         """A handle on a task known only by id."""
         ...
 
-    async def get_detailed(
-        self, task_id: str, meta: dict[str, Any] | None = None
-    ) -> tuple[Task, dict[str, Any]]:
-        """One ``tasks/get`` (with ``meta`` in its ``_meta``): the snapshot and its detail
-        (``inputRequests``, ``result``...)."""
+    async def get_task(self, task_id: str, meta: dict[str, Any] | None = None) -> Task:
+        """One ``tasks/get`` (``meta``: more ``_meta``): the task's snapshot."""
+        ...
+
+    async def task_result(self, task_id: str) -> dict[str, Any]:
+        """``tasks/result`` as raw JSON.
+
+        Raises:
+            LocalUsageError: (2026-07-28) there is no ``tasks/result``.
+        """
+        ...
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """``tasks/cancel``; the snapshot it answers (2026-07-28: a ``tasks/get`` after)."""
+        ...
+
+    async def list_tasks(self, cursor: str | None) -> ListTasksResult:
+        """One page of ``tasks/list``.
+
+        Raises:
+            LocalUsageError: (2026-07-28) there is no ``tasks/list``.
+        """
         ...
 
     async def call_tool(
-        self, params: dict[str, Any], progress: ProgressCallback | None
+        self, name: str, arguments: dict[str, Any] | None, progress: ProgressCallback | None,
+        known: Tool | None,
     ) -> CallToolResult:
-        """``tools/call``: its result, following the task the server may make of it."""
+        """``tools/call`` and its result (2026-07-28: following the task the server may
+        make of it). ``known``: the tool as last listed, if it was.
+
+        Raises:
+            LocalUsageError: (2025-11-25) the tool requires a task.
+        """
+        ...
+
+    async def call_tool_task(
+        self, name: str, arguments: dict[str, Any] | None, *, ttl: int | None,
+        meta: dict[str, Any] | None, progress: ProgressCallback | None, known: Tool | None,
+    ) -> TaskHandle[CallToolResult]:
+        """``tools/call`` as a task (2025-11-25: augmented with ``ttl``; 2026-07-28: the
+        server decides); a handle on it. ``meta``: more ``_meta`` for the request.
+
+        Raises:
+            LocalUsageError: (2025-11-25) the server did not declare tasks for
+                ``tools/call``, or the tool forbids them.
+        """
         ...
 
 
@@ -424,12 +481,14 @@ class PeerCore:
         instructions: The server's instructions (client role), if it sent any.
         task_waiters: Wake-ups for followed tasks (``notifications/tasks/status``).
         task_questions: Followed tasks whose questions go elsewhere (``ctx.children()``).
-        modern: How requests are sent once a client chose 2026-07-28 (else ``None``).
+        client_era: How this side's requests go as a client, in the era it chose
+            (:class:`ClientEra`); set by ``Peer``.
         dialect: The era of the connection's requests that carry none of their own
             (2025-11-25: what its handshake fixed); set by ``Peer``.
     """
 
     dialect: Dialect
+    client_era: ClientEra
 
     def __init__(
         self,
@@ -463,7 +522,6 @@ class PeerCore:
         #: Followed task id -> who answers its questions instead of the App's handlers
         #: (set by a ``ctx.children()`` scope for the children it forwards).
         self.task_questions: dict[str, QuestionForwarder] = {}
-        self.modern: ModernRequests | None = None
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -609,9 +667,7 @@ class PeerCore:
         Cancellation: sends ``notifications/cancelled`` for the request
             (except ``initialize``) and forgets it; a late answer is dropped.
         """
-        if self.modern is not None:
-            return await self.modern.request_raw(method, params, progress=progress)
-        return await self.session.request_raw(method, params, progress=progress)
+        return await self.client_era.request_raw(method, params, progress=progress)
 
     async def request(
         self,
@@ -637,10 +693,8 @@ class PeerCore:
 
         Cancellation: as for :meth:`request_raw`.
         """
-        if self.modern is None:
-            return await self.session.request(method, params, result_type, progress=progress)
         wire = to_wire(params) if params is not None and attrs.has(type(params)) else params
-        raw = await self.modern.request_raw(method, wire, progress=progress)
+        raw = await self.client_era.request_raw(method, wire, progress=progress)
         return from_answer(raw, result_type, "the answer to", method)
 
     # --- what a feature overrides -------------------------------------------------------

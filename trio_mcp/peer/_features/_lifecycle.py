@@ -165,10 +165,7 @@ class Lifecycle(PeerCore):
 
         Cancellation: sends ``notifications/cancelled``; nothing else changes.
         """
-        if self.modern is not None:  # 2026-07-28 has no ping: a discover round trip
-            await self.request_raw("server/discover")
-            return
-        await self.session.request_raw("ping")
+        await self.client_era.ping()  # (2026-07-28 has no ping: a discover round trip)
 
 
 async def _modern_only(where: str, req: Request) -> dict[str, Any]:

@@ -152,10 +152,7 @@ class Logging(PeerCore):
             not have changed.
         """
         level_rank(level)
-        if self.modern is not None:  # 2026-07-28: sent in each request's _meta
-            self.modern.log_level = level
-            return
-        await self.request("logging/setLevel", SetLevelParams(level), EmptyResult)
+        await self.client_era.set_log_level(level)  # (2026-07-28: in each request's _meta)
 
 
 def rfc5424_level(levelno: int) -> str:

@@ -245,10 +245,7 @@ class Resources(PeerCore):
         Cancellation: sends ``notifications/cancelled``; the server may or
             may not have subscribed.
         """
-        if self.modern is not None:  # 2026-07-28: a subscriptions/listen filter
-            await self.modern.subscribe(uri)
-            return
-        await self.request("resources/subscribe", ResourceUriParams(uri), EmptyResult)
+        await self.client_era.subscribe(uri)  # (2026-07-28: a subscriptions/listen filter)
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """Stop the updates about ``uri`` (``resources/unsubscribe``).
@@ -259,7 +256,4 @@ class Resources(PeerCore):
         Cancellation: sends ``notifications/cancelled``; the server may or
             may not have unsubscribed.
         """
-        if self.modern is not None:
-            await self.modern.unsubscribe(uri)
-            return
-        await self.request("resources/unsubscribe", ResourceUriParams(uri), EmptyResult)
+        await self.client_era.unsubscribe(uri)

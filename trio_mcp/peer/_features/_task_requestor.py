@@ -11,8 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
-from ..._errors import LocalUsageError
-from .._messages import ListTasksResult, Notification, Task, TaskStatus, converter
+from .._messages import ListTasksResult, Notification, Task, converter
 from .._tasks import TaskHandle
 from ._base import PeerCore
 
@@ -43,16 +42,11 @@ class TaskRequestor(PeerCore):
         Raises:
             RemoteProtocolError: ``raw`` is not a ``CreateTaskResult``.
         """
-        if self.modern is not None:
-            return self.modern.task_handle(raw, result_type)
-        return TaskHandle.from_create_result(self, raw, result_type)
+        return self.client_era.task_handle(raw, result_type)
 
     def task_handle(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
         """A handle on a task known only by id (e.g. after reconnecting); see :meth:`task`."""
-        if self.modern is not None:
-            return self.modern.reattach(task_id, result_type)
-        placeholder = Task(task_id, TaskStatus.WORKING, "", "", None)
-        return TaskHandle(self, placeholder, result_type)
+        return self.client_era.reattach(task_id, result_type)
 
     def task(self, task_id: str, result_type: type[T] = dict) -> TaskHandle[T]:  # type: ignore[assignment]
         """Reattach to a task by id, from a new connection or process (either era).
@@ -81,13 +75,7 @@ class TaskRequestor(PeerCore):
 
         Cancellation: sends ``notifications/cancelled``; the task is unaffected.
         """
-        if self.modern is not None:
-            task, _ = await self.modern.get_detailed(task_id, meta)
-            return task
-        params: dict[str, Any] = {"taskId": task_id}
-        if meta:
-            params["_meta"] = dict(meta)
-        return await self.request("tasks/get", params, Task)
+        return await self.client_era.get_task(task_id, meta)
 
     async def task_result(self, task_id: str) -> dict[str, Any]:
         """``tasks/result`` as raw JSON (blocks until the task is terminal).
@@ -104,9 +92,7 @@ class TaskRequestor(PeerCore):
         Cancellation: stops waiting (``notifications/cancelled`` is sent);
             the task itself is unaffected.
         """
-        if self.modern is not None:
-            raise _not_modern("there is no tasks/result; use task(task_id).result()")
-        return await self.request_raw("tasks/result", {"taskId": task_id})
+        return await self.client_era.task_result(task_id)
 
     async def cancel_task(self, task_id: str) -> Task:
         """``tasks/cancel``: cancel a task hosted by the other side.
@@ -123,9 +109,7 @@ class TaskRequestor(PeerCore):
         Cancellation: the cancel may or may not have reached the receiver;
             check with :meth:`get_task`.
         """
-        if self.modern is not None:
-            return await self.modern.reattach(task_id, dict).cancel()
-        return await self.request("tasks/cancel", {"taskId": task_id}, Task)
+        return await self.client_era.cancel_task(task_id)
 
     async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
         """One page of ``tasks/list``.
@@ -137,11 +121,7 @@ class TaskRequestor(PeerCore):
 
         Cancellation: sends ``notifications/cancelled``; nothing else changes.
         """
-        if self.modern is not None:
-            raise _not_modern("there is no tasks/list; a client keeps the ids of its tasks")
-        return await self.request(
-            "tasks/list", {"cursor": cursor} if cursor else None, ListTasksResult
-        )
+        return await self.client_era.list_tasks(cursor)
 
     async def iter_tasks(self) -> AsyncIterator[Task]:
         """Every task the other side lists for us, following cursors to the end.
@@ -156,8 +136,3 @@ class TaskRequestor(PeerCore):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
-
-
-def _not_modern(what: str) -> LocalUsageError:
-    """The error for a 2025-11-25 task method used on a 2026-07-28 connection."""
-    return LocalUsageError(f"not in 2026-07-28: {what}")

@@ -14,26 +14,20 @@ from typing import Any, Final, final
 from ..._errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    LocalUsageError,
     McpError,
-    RemoteError,
 )
 from ..._inline import leave_reader
 from .._messages import (
     MODEL_IMMEDIATE_RESPONSE_META,
-    CallToolParams,
     CallToolResult,
     ListToolsResult,
     PaginatedParams,
     Request,
     RequestId,
-    TaskMetadata,
     TextContent,
     Tool,
     call_params_fields,
     from_wire,
-    task_capability,
-    to_wire,
     wire_object,
 )
 from .._session import ProgressCallback
@@ -286,31 +280,9 @@ class Tools(PeerCore):
             once the server made a task: sends ``tasks/cancel``, shielded
             and bounded.)
         """
-        if self.modern is not None:
-            params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
-            return await self.modern.call_tool(params_wire, progress)
-        tool = self._tool_cache.get(name)
-        if (
-            tool is not None
-            and tool.task_support == "required"
-            and task_capability(self.remote_server_capabilities, "tools/call")
-        ):
-            raise LocalUsageError(
-                f"tool {name!r} requires task-augmented execution: use call_tool_task()"
-            )
-        params = CallToolParams(name=name, arguments=arguments)
-        try:
-            return await self.request("tools/call", params, CallToolResult, progress=progress)
-        except RemoteError as exc:
-            if exc.code != METHOD_NOT_FOUND or not task_capability(
-                self.remote_server_capabilities, "tools/call"
-            ):
-                raise
-            # Not listed yet (no local check): the server refused a plain call of a
-            # tool that requires a task. The same hint as the local check.
-            raise RemoteError(
-                exc.code, f"{exc.message}: use call_tool_task()", exc.data
-            ) from exc
+        return await self.client_era.call_tool(
+            name, arguments, progress, self._tool_cache.get(name)
+        )
 
     async def call_tool_task(
         self,
@@ -358,34 +330,10 @@ class Tools(PeerCore):
             server had already created the task, it keeps running (list it
             with :meth:`list_tasks` and cancel it with :meth:`cancel_task`).
         """
-        if self.modern is not None:
-            params_wire = to_wire(CallToolParams(name=name, arguments=arguments))
-            if meta:
-                params_wire["_meta"] = dict(meta)
-            raw = await self.request_raw("tools/call", params_wire, progress=progress)
-            return self.modern.task_handle(raw, CallToolResult, progress)
-        if not task_capability(self.remote_server_capabilities, "tools/call"):
-            raise LocalUsageError("the server did not declare tasks.requests.tools.call")
-        tool = self._tool_cache.get(name)
-        if tool is not None and tool.task_support == "forbidden":
-            raise LocalUsageError(f"tool {name!r} does not support task-augmented execution")
-        params = to_wire(CallToolParams(name=name, arguments=arguments, task=TaskMetadata(ttl)))
-        params["task"] = {} if ttl is None else {"ttl": ttl}
-        token = None
-        if meta:
-            params["_meta"] = dict(meta)
-        if progress is not None:
-            token = self.register_progress(progress)
-            params["_meta"] = {**params.get("_meta", {}), "progressToken": token}
-        try:
-            raw = await self.request_raw("tools/call", params)
-        except BaseException:
-            if token is not None:
-                self.forget_progress(token)
-            raise
-        handle = TaskHandle.from_create_result(self, raw, CallToolResult)
-        handle.progress_token = token
-        return handle
+        return await self.client_era.call_tool_task(
+            name, arguments, ttl=ttl, meta=meta, progress=progress,
+            known=self._tool_cache.get(name),
+        )
 
 
 

@@ -173,7 +173,6 @@ async def test_cluster_sigkill_fails_the_dead_process_tasks_once_its_lease_lapse
             print(f"running task failed {lapsed:.1f} s after SIGKILL (lease {LEASE} s)")
 
 
-@pytest.mark.slow
 async def test_cluster_20_clients_x_100_tasks_none_lost_duplicated_or_foreign(
     shared_store: str, tmp_path: Path
 ) -> None:

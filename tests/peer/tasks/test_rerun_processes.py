@@ -51,11 +51,7 @@ def store_of(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
 PAIRS = [("redis", "2025-11-25"), ("postgres", "2026-07-28"), ("redis-cluster", "2026-07-28")]
 
 
-@pytest.fixture(params=[
-    pytest.param(pair, id=f"{pair[0]}-{pair[1]}",
-                 marks=[pytest.mark.slow] if pair[0] == "redis-cluster" else [])
-    for pair in PAIRS
-])  # fmt: skip
+@pytest.fixture(params=[pytest.param(pair, id=f"{pair[0]}-{pair[1]}") for pair in PAIRS])
 def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """A store URL of this test's own, and the era the clients speak."""
     kind, era = request.param
@@ -65,11 +61,7 @@ def store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]
 OTHER_PAIRS = [("postgres", "2025-11-25"), ("redis", "2026-07-28"), ("redis-cluster", "2025-11-25")]
 
 
-@pytest.fixture(params=[
-    pytest.param(OTHER_PAIRS[0], marks=pytest.mark.slow),  # (the default run: one pair)
-    OTHER_PAIRS[1],
-    pytest.param(OTHER_PAIRS[2], marks=pytest.mark.slow),
-], ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
+@pytest.fixture(params=OTHER_PAIRS, ids=[f"{s}-{e}" for s, e in OTHER_PAIRS])
 def other_store_era(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """As :func:`store_era`, the other way round (PostgreSQL with 2025, Redis with 2026)."""
     kind, era = request.param
@@ -249,8 +241,8 @@ async def test_a_front_and_two_workers_one_sigkilled_its_tasks_rerun_on_the_othe
 
 @pytest.mark.parametrize(("kind", "era"), [
     ("redis", "2025-11-25"),
-    pytest.param("postgres", "2026-07-28", marks=pytest.mark.slow),  # (default run: one)
-    pytest.param("redis-cluster", "2026-07-28", marks=pytest.mark.slow),
+    ("postgres", "2026-07-28"),
+    ("redis-cluster", "2026-07-28"),
 ])
 async def test_rolling_sigterm_restart_fails_nothing_and_reruns_only_what_outlived_the_grace(
     kind: str, era: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -68,9 +68,7 @@ async def _line(proc: trio.Process) -> str:
     return out.decode().strip()
 
 
-@pytest.mark.parametrize("rerun_store", [  # ten processes: on the cluster, slow
-    "redis", pytest.param("redis-cluster", marks=pytest.mark.slow), "postgres",
-], indirect=True)
+@pytest.mark.parametrize("rerun_store", ["redis", "redis-cluster", "postgres"], indirect=True)
 async def test_ten_processes_race_to_claim_one_lapsed_task_and_one_wins(
     rerun_store: str, tmp_path: Path
 ) -> None:

@@ -184,7 +184,7 @@ async def test_redis_standalone_key_names_are_those_of_earlier_releases(redis_ur
                      f"{p}:secret"}  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # restarts or reshards the cluster: -m slow
 async def test_redis_cluster_master_down_is_a_clear_error_for_its_slots_only(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -240,7 +240,7 @@ def test_redis_cluster_errors_that_mean_unavailable() -> None:
     assert unavailable_reason(ResponseError("ERR wrong number of arguments")) is None
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # restarts or reshards the cluster: -m slow
 async def test_redis_cluster_store_follows_slots_that_move(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

@@ -10,7 +10,7 @@ import logging
 import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from typing import Literal, final
+from typing import Any, Literal, final
 
 import attrs
 import trio
@@ -117,9 +117,36 @@ async def _serve_hypercorn(
     config.errorlog = logging.getLogger("hypercorn.error")
     config.accesslog = None
     config.graceful_timeout = 0.5
+    # Cancelled, hypercorn stops as the llhttp server does: gracefully. Its own
+    # shutdown (no new connections, the requests in progress answered within
+    # graceful_timeout) runs shielded, with the App's sessions (background) still
+    # beside it, since they write those answers; a deadline bounds it. Cancelling
+    # hypercorn's task instead would cut an answer being written (a drained
+    # process's last tasks/result).
+    stop = trio.Event()
+    guard = trio.CancelScope(shield=True)
+
+    async def serve_then_stop(*, task_status: trio.TaskStatus[list[str]]) -> None:
+        with guard:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(background)
+
+                async def hypercorn_serve(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    asgi: Any = app  # our ASGI callable; hypercorn types its own events
+                    await hypercorn.trio.serve(
+                        asgi, config, shutdown_trigger=stop.wait, task_status=task_status
+                    )
+                    nursery.cancel_scope.cancel()  # shut down: the sessions go too
+
+                task_status.started(await nursery.start(hypercorn_serve))
+
     async with trio.open_nursery() as nursery:
-        await nursery.start(background)
-        binds = await nursery.start(hypercorn.trio.serve, app, config)
+        binds = await nursery.start(serve_then_stop)
         address = HttpAddress(host, _bound_port(binds), path, _scheme(certfile))
         log.info("serving MCP over Streamable HTTP (hypercorn) at %s", address.url)
         task_status.started(address)
+        try:
+            await trio.sleep_forever()
+        finally:
+            stop.set()
+            guard.deadline = trio.current_time() + config.graceful_timeout + 2

@@ -125,6 +125,7 @@ class Cluster:
             nursery.start_soon(self._heartbeat)
             if (reruns := rerun_store(self.store)) is not None:
                 nursery.start_soon(self._claimer, reruns)
+                nursery.start_soon(self._fence, reruns)
             task_status.started()
 
     # --- creating ------------------------------------------------------------------------
@@ -322,6 +323,40 @@ class Cluster:
             with trio.move_on_after(self.store.hint_seconds):
                 await self._claim_wake.wait()
             self._claim_wake = trio.Event()
+
+    async def _fence(self, store: RerunStore) -> None:
+        """No second run while the first process lives: once this process's lease may
+        have lapsed (no renewal for a whole lease), its re-runnable work stops here, since
+        the others may claim it; when a renewal succeeds again, those of its tasks the
+        store still gives this process go back to the queue (an attempt counted), and
+        those a sweep queued meanwhile are left to whoever claimed them."""
+        lease = store.lease
+        while True:
+            if trio.current_time() < lease.held_until:
+                await trio.sleep_until(lease.held_until)
+                continue
+            fenced = [
+                actor for actor in self._ledger.actors()
+                if actor.record.rerun is not None and not actor.record.status.is_terminal
+            ]  # fmt: skip
+            for actor in fenced:
+                actor.scope.cancel()  # ends without a status change (the store decides)
+            if fenced:
+                log.warning(
+                    "%r: lease not renewed for %g s (store unreachable?): stopped %d"
+                    " re-runnable task(s) here, which other processes may run again",
+                    self.store, lease.seconds, len(fenced),
+                )  # fmt: skip
+            await lease.wait_renewed()
+            ids = [actor.task_id for actor in fenced]
+            while ids:
+                try:
+                    await self.settle()
+                    await store.requeue(ids, count=True)
+                except McpError:
+                    await lease.wait_renewed()
+                else:
+                    ids = []
 
     async def hand_off(self, task_ids: list[str]) -> None:
         """Give these local re-runnable tasks to the other processes at once (a drain):

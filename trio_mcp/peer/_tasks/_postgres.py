@@ -45,7 +45,7 @@ from ._postgres_conn import (
     run_blocking,
 )
 from ._postgres_loops import listen
-from ._rerun import RerunTicket
+from ._rerun import LeaseClock, RerunTicket
 from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
 from ._store import (
     CapReached,
@@ -206,6 +206,7 @@ class PostgresTaskStore:
         )  # fmt: skip
         options = shared.options
         self.lease_seconds = shared.lease_seconds
+        self.lease = LeaseClock(self.lease_seconds)
         self.hint_seconds = shared.hint_seconds
         self.instance = shared.instance
         self.schema = pg.check_schema_name(schema or options.get("schema", DEFAULT_SCHEMA))
@@ -322,7 +323,9 @@ class PostgresTaskStore:
 
     async def renew_lease(self) -> bool:
         """Take or renew this process's lease; False if it had lapsed (or is new)."""
+        started = trio.current_time()
         row = await self._one("renew", self.instance, self._lease_ms)
+        self.lease.renewed(started)
         return row is not None and row[0] == "t"
 
     async def sweep(self, instance: str = "") -> tuple[int, list[str]]:

@@ -80,7 +80,7 @@ from ._redis_loops import (
     listen,
     unavailable_reason,
 )
-from ._rerun import RerunTicket
+from ._rerun import LeaseClock, RerunTicket
 from ._shared import LEASE_LOST_MESSAGE, SharedOptions, repeat, store_unavailable
 from ._store import (
     CapReached,
@@ -226,6 +226,7 @@ class RedisTaskStore:
         self.cluster = url.split("://", 1)[0] in CLUSTER_SCHEMES
         self._client_url = client_url(shared.driver_url)
         self.lease_seconds = shared.lease_seconds
+        self.lease = LeaseClock(self.lease_seconds)
         self.hint_seconds = shared.hint_seconds
         self.instance = shared.instance
         self.prefix = prefix if prefix is not None else shared.options.get("prefix", DEFAULT_PREFIX)
@@ -401,10 +402,13 @@ class RedisTaskStore:
 
     async def renew_lease(self) -> bool:
         """Take or renew this process's lease; False if it had lapsed (or is new)."""
+        started = trio.current_time()
         if self._slots is not None:
-            return await self._steps(lambda steps, c: steps.renew(c))
-        held = await self._script("renew", self.instance, self._lease_ms)
-        return bool(held)
+            held = await self._steps(lambda steps, c: steps.renew(c))
+        else:
+            held = bool(await self._script("renew", self.instance, self._lease_ms))
+        self.lease.renewed(started)
+        return held
 
     async def sweep(self, instance: str = "") -> tuple[int, list[str]]:
         """The running tasks of dead instances (or of ``instance``, releasing its

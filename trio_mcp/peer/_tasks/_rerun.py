@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 from collections.abc import Collection
 from typing import Any, Final, Protocol, final, runtime_checkable
 
 import attrs
+import trio
 
 from ..._errors import INVALID_PARAMS, McpError
 from ._store import RerunTicket as RerunTicket
@@ -163,9 +165,44 @@ QUEUED_MESSAGE: Final = "queued: waiting for a worker process to run it"
 NO_WORKER_MESSAGE: Final = "queued: no worker process is alive to run it"
 
 
+@final
+class LeaseClock:
+    """Until when this process's lease in a shared store surely holds (Trio time).
+
+    A renewal that started at ``t`` and succeeded holds the lease until at least
+    ``t + seconds``: the store counts the lease from when the renewal reached it,
+    not earlier. Past that time with no newer renewal, the store may have found
+    the process dead and queued its re-runnable tasks for the others (the store
+    unreachable, or this process too busy to renew): the cluster then stops that
+    work here (fencing), so that no task runs twice while its first process lives.
+
+    Args:
+        seconds: The lease.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        #: The lease surely holds until then (``-inf``: never renewed yet).
+        self.held_until = -math.inf
+        self._renewed = trio.Event()
+
+    def renewed(self, started: float) -> None:
+        """A renewal that started at ``started`` (Trio time) succeeded."""
+        self.held_until = max(self.held_until, started + self.seconds)
+        self._renewed.set()
+        self._renewed = trio.Event()
+
+    async def wait_renewed(self) -> None:
+        """Until the next successful renewal."""
+        await self._renewed.wait()
+
+
 @runtime_checkable
 class RerunStore(Protocol):
     """What a shared store does to hand tasks between processes (Redis, PostgreSQL)."""
+
+    #: This process's lease as last renewed (the cluster fences work by it).
+    lease: LeaseClock
 
     async def requeue(
         self,

@@ -424,17 +424,16 @@ class PostgresTaskStore:
         """
         if not records:
             return []
-        seqs = await self._rows(
-            "create_many", self.instance, max_live, _now_ms(), self._lease_ms,
-            _create_batch(records),
-        )  # fmt: skip
         tickets = [
-            [r.task_id, t.tool, t.attempts, round(t.backoff * 1000), _text(t.request), r.attempt]
-            for r, (text,) in zip(records, seqs, strict=True)
-            if (t := r.rerun) is not None and int(text or 0) > 0
+            [n, r.task_id, t.tool, t.attempts, round(t.backoff * 1000), _text(t.request), r.attempt]
+            for n, r in enumerate(records, 1)
+            if (t := r.rerun) is not None
         ]
-        if tickets:  # (a second statement: a task whose process dies between is not re-run)
-            await self._rows("put_reruns", _json(tickets))
+        args = (self.instance, max_live, _now_ms(), self._lease_ms, _create_batch(records))
+        if tickets:  # the tasks and their tickets in one statement
+            seqs = await self._rows("create_many_reruns", *args, _json(tickets))
+        else:
+            seqs = await self._rows("create_many", *args)
         out: list[int | Exception] = []
         for record, (text,) in zip(records, seqs, strict=True):
             seq = int(text or 0)

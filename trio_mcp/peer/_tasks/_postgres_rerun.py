@@ -182,9 +182,17 @@ _COLUMNS: Final = (
 #: The statements of the re-runs (libpq's ``$n`` placeholders; ``{S}`` the schema).
 QUERIES: Final = {
     "bump_version": "UPDATE {S}.meta SET value = %s WHERE key = 'schema_version'",
-    "put_reruns": "INSERT INTO {S}.reruns (id, tool, attempts, backoff, job, attempt)"
-    " SELECT e->>0, e->>1, (e->>2)::int, (e->>3)::bigint, e->>4, (e->>5)::int"
-    " FROM jsonb_array_elements($1::jsonb) AS e ON CONFLICT (id) DO NOTHING",
+    # create_many with the tickets of its re-runnable tasks, in one statement (so one
+    # transaction: a process that dies in between leaves no task without its ticket);
+    # $6: [[position in the batch, id, tool, attempts, backoff ms, job, attempt], ...],
+    # stored for the tasks created (seq > 0).
+    "create_many_reruns": "WITH c AS MATERIALIZED (SELECT x, n FROM unnest({S}.create_tasks("
+    "$1, $2::int, $3::bigint, $4::bigint, $5::jsonb)) WITH ORDINALITY AS t(x, n)),"
+    " r AS (INSERT INTO {S}.reruns (id, tool, attempts, backoff, job, attempt)"
+    " SELECT e->>1, e->>2, (e->>3)::int, (e->>4)::bigint, e->>5, (e->>6)::int"
+    " FROM jsonb_array_elements($6::jsonb) AS e JOIN c ON c.n = (e->>0)::bigint AND c.x > 0"
+    " ON CONFLICT (id) DO NOTHING)"
+    " SELECT x FROM c ORDER BY n",
     "rescue": "SELECT failed, array_to_json(dead)::text, queued"
     " FROM {S}.rescue($1, $2, $3, $4::bigint)",
     "requeue": "SELECT {S}.requeue_tasks($1, $2::boolean, $3::boolean, $4, $5, $6::bigint,"

@@ -335,10 +335,7 @@ class Cluster:
             if trio.current_time() < lease.held_until:
                 await trio.sleep_until(lease.held_until)
                 continue
-            fenced = [
-                actor for actor in self._ledger.actors()
-                if actor.record.rerun is not None and not actor.record.status.is_terminal
-            ]  # fmt: skip
+            fenced = self._ledger.rerunnable_actors()
             for actor in fenced:
                 actor.scope.cancel()  # ends without a status change (the store decides)
             if fenced:

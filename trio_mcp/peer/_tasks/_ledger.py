@@ -307,6 +307,14 @@ class TaskLedger:
         """Every actor whose work is still running."""
         return iter(list(self._actors.values()))
 
+    def rerunnable_actors(self) -> list[TaskActor]:
+        """The running actors of live re-runnable tasks: what a drain hands to the other
+        processes and a fence stops."""
+        return [
+            actor for actor in self._actors.values()
+            if actor.record.rerun is not None and not actor.record.status.is_terminal
+        ]  # fmt: skip
+
 
 def owned(record: TaskRecord | None, owner: str, task_id: str) -> TaskRecord:
     """``record`` if it is ``owner``'s task.

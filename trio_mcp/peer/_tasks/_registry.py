@@ -305,10 +305,7 @@ class TaskRegistry(TaskLedger):
             for actor in self.actors():  # (those started meanwhile are queued elsewhere)
                 await actor.done.wait()
         if self.cluster is not None:
-            left = [
-                a.task_id for a in self.actors()
-                if a.record.rerun is not None and not a.record.status.is_terminal
-            ]  # fmt: skip
+            left = [actor.task_id for actor in self.rerunnable_actors()]
             with contextlib.suppress(McpError):
                 await self.cluster.hand_off(left)
             if left:

@@ -329,24 +329,25 @@ class _HttpClientTransport(HttpPosts):
         # Stop reading once the answer is in (the server should end the
         # stream then; a resumed GET stream may stay open). Cancelling, not
         # breaking, unwinds httpx's nested generators cleanly.
+        chunks = response.aiter_bytes()
         with trio.CancelScope() as stop:
             try:
-                chunks = response.aiter_bytes()
-                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                    async for chunk in chunks:
-                        for event in parser.feed(chunk):
-                            if not event.data or event.event != "message":
-                                continue  # a priming event, or not ours
-                            item = decode_message(event.data)
-                            await self._deliver(item)
-                            if isinstance(item, Response | ErrorResponse) and (
-                                request_id is not None and item.id == request_id
-                            ):
-                                answered = True
-                        if answered:
-                            stop.cancel()
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        if not event.data or event.event != "message":
+                            continue  # a priming event, or not ours
+                        item = decode_message(event.data)
+                        await self._deliver(item)
+                        if isinstance(item, Response | ErrorResponse) and (
+                            request_id is not None and item.id == request_id
+                        ):
+                            answered = True
+                    if answered:
+                        stop.cancel()
             except httpx.HTTPError as exc:
                 log.debug("SSE stream from %s dropped: %s", self.url, exc)
+            finally:
+                await _unwind(chunks)
         return answered
 
     async def _read_stream(self, response: httpx.Response, request_id: RequestId) -> None:
@@ -533,3 +534,21 @@ async def _stream_opened(ready: trio.Event | None) -> None:
     if ready is not None:
         with trio.move_on_after(STREAM_READY_TIMEOUT):
             await ready.wait()
+
+
+async def _unwind(chunks: AsyncIterator[bytes]) -> None:
+    """Finish httpx's nested stream generators from the inside.
+
+    Closing the outer ``aiter_bytes`` generator leaves the four httpx and
+    httpcore generators under it suspended (none closes the one it iterates),
+    and Trio warns when they are collected. A stream left while our own code
+    awaited (a cancelled delivery: the peer closing) is in that state; reading
+    on in a cancelled scope raises Cancelled at the innermost read, which ends
+    every one of them. A stream already ended or cancelled there stops at once.
+    """
+    with trio.CancelScope(shield=True) as unwind:
+        unwind.cancel()
+        with contextlib.suppress(httpx.HTTPError):
+            async for _ in chunks:
+                pass
+

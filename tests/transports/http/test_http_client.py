@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import gc
+import warnings
 from typing import Any
 
 import httpx
 import pytest
 import trio
+import trio.testing
 
 import trio_mcp
 
@@ -228,3 +232,51 @@ async def test_http_stateless_with_tokens_tasks_span_posts() -> None:
         async with trio_mcp.open_http_client(url, token="token-bob") as bob:
             with pytest.raises(trio_mcp.RemoteError):
                 await bob.get_task(handle.task_id)
+
+
+async def test_http_client_stream_left_mid_delivery_leaves_no_httpx_generator_open() -> None:
+    """The bus stops taking messages while an SSE answer is being read (the peer closing
+    under it): the stream is left with every httpx generator under it finished, not
+    suspended for the garbage collector, which Trio warns about (an error in this suite;
+    it failed a process test in CI once)."""
+    from trio_mcp.peer._session._bus import BusEnds
+    from trio_mcp.transports._http_client import _HttpClientTransport
+    from trio_mcp.transports._sse import SSEParser
+
+    events = b"".join(
+        b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
+        b'"params":{"level":"info","data":%d}}\n\n' % i
+        for i in range(3)
+    )
+
+    async def sse_forever(stream: trio.SocketStream) -> None:
+        await stream.receive_some()
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                              b"Transfer-Encoding: chunked\r\n\r\n"
+                              + b"%x\r\n%s\r\n" % (len(events), events))
+        await trio.sleep_forever()
+
+    to_peer, unread = trio.open_memory_channel[Any](0)  # nobody reads: delivery blocks
+    _, from_peer = trio.open_memory_channel[Any](0)
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(functools.partial(trio.serve_tcp, sse_forever, 0, host="127.0.0.1"))
+        url = f"http://127.0.0.1:{listener.socket.getsockname()[1]}/mcp"
+        async with http_client() as client:
+            transport = _HttpClientTransport(client, url, BusEnds(to_peer, from_peer), {})
+            response = await client.send(client.build_request("GET", url), stream=True)
+            with trio.CancelScope() as reading:
+                nursery.start_soon(_cancel_when_blocked, reading)
+                await transport._consume(response, SSEParser(), None)
+            assert reading.cancelled_caught  # left while delivering, as the peer closing does
+            await response.aclose()
+        nursery.cancel_scope.cancel()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+    del unread  # (kept open until here: a closed receiver would not block the delivery)
+
+
+async def _cancel_when_blocked(scope: trio.CancelScope) -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    scope.cancel()

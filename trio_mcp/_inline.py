@@ -21,13 +21,20 @@ moved; :func:`run_inline` raises :class:`RuntimeError` to say so.
 
 The coroutine runs in a copy of the reader's :mod:`contextvars` context, inline
 and after it moves (a variable it sets and resets stays its own).
+
+A reader that can go on reading in a new task goes one step further and lends
+its task (:class:`ReaderTask`): the request's task coroutine runs in the
+reader's task with no :func:`leave_reader` stop, so an ``async def`` tool that
+does not wait costs no task either; the first one that waits keeps the task
+(its traps have recorded it, rightly: it stays there), and the reader moves
+instead. A reader that cannot move starts each request's task as before.
 """
 
 from __future__ import annotations
 
 import contextvars
 import types
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Final, TypeVar, cast, final
 
 T = TypeVar("T")
@@ -44,6 +51,8 @@ class _Leave:
 
 
 _LEAVE: Final = _Leave()
+#: :func:`_rest`'s "no trap pending: step the coroutine".
+_STEP: Final = object()
 #: True while :func:`run_inline` runs a coroutine's first step (one thread: exact).
 _inline = False
 
@@ -85,25 +94,72 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Awaitable[T]]:
 
 
 @types.coroutine
-def _rest(coro: Coroutine[Any, Any, T], context: contextvars.Context) -> Generator[Any, Any, T]:
-    """The rest of a coroutine that left the reader, stepped in its own context."""
+def _rest(
+    coro: Coroutine[Any, Any, T], context: contextvars.Context, waiting: Any = _STEP
+) -> Generator[Any, Any, T]:
+    """The rest of a coroutine that left the reader, stepped in its own context;
+    ``waiting``: the Trio trap its last step reached, to be yielded first."""
     value: Any = None
     error: BaseException | None = None
+    signal = waiting
     while True:
-        try:
-            if error is None:
-                signal = context.run(coro.send, value)
-            else:
-                signal = context.run(coro.throw, error)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        error = None
+        if signal is _STEP:
+            try:
+                if error is None:
+                    signal = context.run(coro.send, value)
+                else:
+                    signal = context.run(coro.throw, error)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            error = None
         try:
             value = yield signal
         except BaseException as exc:  # cancellation and the like go into the coroutine
             error = exc
             value = None
+        signal = _STEP
+
+
+@final
+class ReaderTask:
+    """A reader's own task, lent to the requests it dispatches (see the module's docs).
+
+    A transport's read loop makes one per pass and hands it to the session's
+    dispatch. :meth:`take` runs a request's whole coroutine (handler, answer)
+    in the reader's task, in a copy of its context, until the coroutine first
+    waits. One that never waits cost no Trio task at all. The first that waits
+    keeps the task (:attr:`kept`); the reader then goes on reading in a new
+    task of its own and awaits :attr:`kept` in this one, which is the request's
+    task from then on: its traps, cancel scopes and nurseries are this task's,
+    so nothing is moved between tasks (what :func:`run_inline` cannot do).
+    """
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        #: The rest of the request that waits, for the reader's task to await; ``None``
+        #: while the task is free.
+        self.kept: Awaitable[None] | None = None
+
+    def take(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> bool:
+        """Run ``fn(*args)`` here until it returns or first waits.
+
+        Returns:
+            ``False`` (nothing started) once a request keeps the task, or while
+            a coroutine runs inline (:func:`run_inline`): start it in a task of
+            its own instead. Else ``True``.
+        """
+        if self.kept is not None or _inline:
+            return False
+        coro = fn(*args)
+        context = contextvars.copy_context()
+        try:
+            signal = context.run(coro.send, None)
+        except StopIteration:
+            return True
+        self.kept = cast("Awaitable[None]", _rest(coro, context, signal))
+        return True
 
 
 def in_context(coro: Coroutine[Any, Any, T]) -> Awaitable[T]:

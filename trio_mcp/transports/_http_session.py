@@ -208,7 +208,7 @@ class HttpSession:
         # Straight to the peer's dispatch while its receive loop waits on an
         # empty bus: no receive-loop pass (an inline tool answers right here).
         deliver = self.ends.shortcuts.deliver
-        if deliver is not None and deliver(msg):
+        if deliver is not None and deliver(msg, None):
             return
         await self.ends.to_peer.send(msg)
 

@@ -12,6 +12,7 @@ server's stdin, wait, then SIGTERM, wait, then SIGKILL.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import shlex
@@ -22,9 +23,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+import attrs
 import trio
 
 from .._errors import INVALID_REQUEST
+from .._inline import ReaderTask
 from .._util import unwrap_group
 from ..peer import (
     App,
@@ -69,51 +72,67 @@ async def run_stream_transport(
     """
     direct = DirectWriter(send, ends) if isinstance(send, trio.lowlevel.FdStream) else None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_read_lines, receive, ends, max_line, direct)
+        reader = _LineReader(receive, ends, LineBuffer(max_line), direct, nursery)
+        nursery.start_soon(reader.run)
         await _write_lines(send, ends, direct)
         # The peer is done sending; let the reader finish on its own only if
         # the other side is still talking, otherwise stop here.
         nursery.cancel_scope.cancel()
 
 
-async def _read_lines(
-    receive: trio.abc.ReceiveStream,
-    ends: BusEnds,
-    max_line: int,
-    direct: DirectWriter | None = None,
-) -> None:
-    buffer = LineBuffer(max_line)
-    read = fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
-    shortcuts = ends.shortcuts
-    async with ends.to_peer as to_peer:
+@attrs.define(eq=False)
+class _LineReader:
+    """Reads NDJSON lines onto the bus, in a task it may lend to a request.
+
+    Each message goes straight to the session's dispatch when its receive
+    loop waits on an empty bus (no receive-loop pass), with this task lent
+    (:class:`~trio_mcp._inline.ReaderTask`): a request that answers without
+    waiting (an ``async def`` tool that does not block, say) costs no task.
+    One that waits keeps this task; reading goes on in a new one, where the
+    rest of the lines already read come first. Else onto the bus without a
+    schedule point while it has room (the reader still waits when it is full).
+    """
+
+    receive: trio.abc.ReceiveStream
+    ends: BusEnds
+    buffer: LineBuffer
+    direct: DirectWriter | None
+    nursery: trio.Nursery
+    #: Read but not yet delivered (the rest of a read, after a request kept the task).
+    _items: collections.deque[bytes | LineTooLong] = attrs.field(factory=collections.deque)
+    #: Several messages in one read (a pipelining peer): their answers are
+    #: joined into writes of up to FLUSH_EVERY messages (see DirectWriter.flush).
+    _joining: DirectWriter | None = None
+    _ended: bool = False
+
+    async def run(self) -> None:
+        """Read until end of input (then close the bus) or until a request keeps this task
+        (then run the request: the reader goes on in a new task)."""
+        receive, direct, items = self.receive, self.direct, self._items
+        read = fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
+        shortcuts = self.ends.shortcuts
+        to_peer = self.ends.to_peer
+        lent = ReaderTask()
+        kept = None
         try:
             while True:
-                data = await (read() if read is not None else receive.receive_some(READ_SIZE))
-                items = buffer.lines(bytes(data)) if data else list(buffer.close())
-                # Several messages in one read (a pipelining peer): their
-                # answers are joined into writes of up to FLUSH_EVERY
-                # messages (see DirectWriter.flush).
-                joining = direct if len(items) > 1 else None
+                if not items:
+                    if self._ended:
+                        return
+                    data = await (read() if read is not None else receive.receive_some(READ_SIZE))
+                    items.extend(self.buffer.lines(bytes(data)) if data else self.buffer.close())
+                    self._ended = not data
+                    self._joining = direct if len(items) > 1 else None
                 try:
-                    for item in items:
-                        if isinstance(item, LineTooLong):
-                            log.warning(
-                                "discarded a %d-byte line (limit %d)", item.size, max_line
-                            )
-                            msg: Undecodable | Message = Undecodable(
-                                INVALID_REQUEST,
-                                f"Invalid request: message exceeds the {max_line}-byte limit",
-                            )
-                        else:
-                            msg = decode_message(item)
+                    while items:
+                        msg = self._decode(items.popleft())
+                        joining = self._joining
                         if joining is not None:
                             joining.burst = True
-                        # Straight to the session's dispatch when it waits on
-                        # an empty bus (no receive-loop pass); else hand over
-                        # without a schedule point while the bus has room (the
-                        # reader still waits when the bus is full).
                         deliver = shortcuts.deliver
-                        if deliver is not None and deliver(msg):
+                        if deliver is not None and deliver(msg, lent):
+                            if lent.kept is not None:
+                                break  # the rest of the lines are the next reader's
                             if joining is not None and joining.full():
                                 joining.flush()
                             continue
@@ -126,10 +145,27 @@ async def _read_lines(
                 finally:
                     if direct is not None:
                         direct.flush()
-                if not data:
-                    return
+                if lent.kept is not None:
+                    kept = lent.kept
+                    break
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return
+        finally:
+            if kept is None:  # the reader that ends reading ends the bus
+                to_peer.close()
+        # This task is the request's now: nothing may wait before it awaits
+        # the request (whose first trap is pending).
+        self.nursery.start_soon(self.run)
+        await kept
+
+    def _decode(self, item: bytes | LineTooLong) -> Message | Undecodable:
+        if isinstance(item, LineTooLong):
+            log.warning("discarded a %d-byte line (limit %d)", item.size, self.buffer.max_line)
+            return Undecodable(
+                INVALID_REQUEST,
+                f"Invalid request: message exceeds the {self.buffer.max_line}-byte limit",
+            )
+        return decode_message(item)
 
 
 async def _write_lines(

@@ -17,6 +17,7 @@ from typing import Any, Final, final
 import attrs
 import trio
 
+from ..._inline import ReaderTask
 from .._messages import Incoming, Message, Notification, decode_message, encode_for_wire
 
 log = logging.getLogger("trio_mcp.transports")
@@ -43,13 +44,16 @@ class Shortcuts:
     Attributes:
         deliver: Set by the peer's session while its receive loop waits on
             an empty ``incoming``: dispatches one incoming message at once,
-            in the transport's task (the dispatch never blocks).
+            in the transport's task (the dispatch never blocks). A transport
+            that can go on reading in a new task passes a
+            :class:`~trio_mcp._inline.ReaderTask`, which a request may keep
+            (the transport then awaits ``kept`` there); others pass ``None``.
         write_now: Set by a transport while its writer waits on an empty
             ``outgoing``: encodes and writes one message from the sender's
             task (what is not written at once is handed to the writer).
     """
 
-    deliver: Callable[[Incoming], bool] | None = None
+    deliver: Callable[[Incoming, ReaderTask | None], bool] | None = None
     write_now: Callable[[Message], bool] | None = None
     #: Like ``write_now``, for a sender that expects more messages in the
     #: same scheduler pass (answers to pipelined requests): collects the

@@ -50,7 +50,7 @@ from ..._errors import (
     ConnectionClosed,
     McpError,
 )
-from ..._inline import in_context, run_inline
+from ..._inline import ReaderTask, in_context, run_inline
 from .._messages import (
     ErrorData,
     ErrorResponse,
@@ -168,6 +168,8 @@ class Session(Outbound):
             callback()
         self._notes_send.close()
         self.bus.outgoing.close()
+        for scope in self._inflight.values():  # those in a reader's task too
+            scope.cancel()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
@@ -211,8 +213,9 @@ class Session(Outbound):
             # The other side is gone: wake everyone and stop the handlers.
             self.close()
 
-    def _deliver(self, item: Incoming) -> bool:
-        """The bus's ``deliver`` shortcut: dispatch ``item`` now, in the transport's task.
+    def _deliver(self, item: Incoming, lent: ReaderTask | None = None) -> bool:
+        """The bus's ``deliver`` shortcut: dispatch ``item`` now, in the transport's task
+        (``lent``: a request may keep that task, see :class:`ReaderTask`).
 
         Only while the receive loop waits on an empty bus (``_idle``: so
         nothing queued is overtaken; refusing clears it, as the item then
@@ -224,18 +227,18 @@ class Session(Outbound):
         ):
             self._idle = False
             return False
-        self._dispatch(item)
+        self._dispatch(item, lent)
         return True
 
-    def _dispatch(self, item: Incoming) -> None:
+    def _dispatch(self, item: Incoming, lent: ReaderTask | None = None) -> None:
         """Handle one incoming message without waiting (the overloaded cases aside)."""
         if message_observers and not isinstance(item, Undecodable):
             self._observe("received", item)
         match item:
             case Request() if _telemetry.active is None:
-                self._on_request(item)
+                self._on_request(item, lent)
             case Request():  # under its server span (ended by _answer, _failure, _refuse)
-                _telemetry.serve(self, item, self._on_request)
+                _telemetry.serve(self, item, partial(self._on_request, lent=lent))
             case Notification():
                 self._on_notification(item)
             case Response() | ErrorResponse():
@@ -297,7 +300,7 @@ class Session(Outbound):
 
     # --- requests in ---------------------------------------------------------------------
 
-    def _on_request(self, req: Request) -> None:
+    def _on_request(self, req: Request, lent: ReaderTask | None = None) -> None:
         if req.id in self._inflight:
             _refuse(self, req, ErrorData(INVALID_REQUEST, _ID_IN_USE))
             return
@@ -318,9 +321,12 @@ class Session(Outbound):
             work = handler(req)
         scope = trio.CancelScope()
         self._inflight[req.id] = scope
-        assert self._nursery is not None
-        # Named by its method: Trio need not format a name per request.
-        self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
+        # The request's task: the reader's own while it lends it (one that
+        # does not wait then costs no task), else a new one, named by its
+        # method (Trio need not format a name per request).
+        if lent is None or not lent.take(self._serve, req, work, scope):
+            assert self._nursery is not None
+            self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
 
     def serve_here(self, req: Request, relate: RequestId) -> Answered | Awaitable[Answered]:
         """Serve ``req`` in the calling task: one that came without a connection.

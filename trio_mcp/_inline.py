@@ -37,6 +37,8 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Final, TypeVar, cast, final
 
+import trio
+
 T = TypeVar("T")
 
 
@@ -135,31 +137,33 @@ class ReaderTask:
     so nothing is moved between tasks (what :func:`run_inline` cannot do).
     """
 
-    __slots__ = ("kept",)
+    __slots__ = ("kept", "scope")
 
     def __init__(self) -> None:
         #: The rest of the request that waits, for the reader's task to await; ``None``
         #: while the task is free.
         self.kept: Awaitable[None] | None = None
+        #: The cancel scope of the request that keeps the task (``notifications/cancelled``
+        #: cancels it). The reader enters it before it dispatches anything, so a request
+        #: that does not wait needs no scope of its own, and exits it once that
+        #: request is done: it catches the request's cancellation.
+        self.scope = trio.CancelScope()
 
-    def take(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> bool:
-        """Run ``fn(*args)`` here until it returns or first waits.
+    @property
+    def free(self) -> bool:
+        """No request keeps the task yet, and none runs inline (:func:`run_inline`)."""
+        return self.kept is None and not _inline
 
-        Returns:
-            ``False`` (nothing started) once a request keeps the task, or while
-            a coroutine runs inline (:func:`run_inline`): start it in a task of
-            its own instead. Else ``True``.
-        """
-        if self.kept is not None or _inline:
-            return False
+    def take(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``fn(*args)`` here (while :attr:`free`) until it returns or first waits: then
+        it keeps the task (:attr:`kept`)."""
         coro = fn(*args)
         context = contextvars.copy_context()
         try:
             signal = context.run(coro.send, None)
         except StopIteration:
-            return True
+            return
         self.kept = cast("Awaitable[None]", _rest(coro, context, signal))
-        return True
 
 
 def in_context(coro: Coroutine[Any, Any, T]) -> Awaitable[T]:

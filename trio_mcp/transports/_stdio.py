@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final
 
 import attrs
@@ -108,55 +109,57 @@ class _LineReader:
     async def run(self) -> None:
         """Read until end of input (then close the bus) or until a request keeps this task
         (then run the request: the reader goes on in a new task)."""
-        receive, direct, items = self.receive, self.direct, self._items
-        read = fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream) else None
+        receive, direct, items, buffer = self.receive, self.direct, self._items, self.buffer
+        read = (fd_reader(receive) if isinstance(receive, trio.lowlevel.FdStream)
+                else partial(receive.receive_some, READ_SIZE))  # fmt: skip
         shortcuts = self.ends.shortcuts
         to_peer = self.ends.to_peer
         lent = ReaderTask()
         kept = None
-        try:
-            while True:
-                if not items:
-                    if self._ended:
-                        return
-                    data = await (read() if read is not None else receive.receive_some(READ_SIZE))
-                    items.extend(self.buffer.lines(bytes(data)) if data else self.buffer.close())
-                    self._ended = not data
-                    self._joining = direct if len(items) > 1 else None
-                try:
-                    while items:
-                        msg = self._decode(items.popleft())
-                        joining = self._joining
-                        if joining is not None:
-                            joining.burst = True
-                        deliver = shortcuts.deliver
-                        if deliver is not None and deliver(msg, lent):
-                            if lent.kept is not None:
-                                break  # the rest of the lines are the next reader's
-                            if joining is not None and joining.full():
-                                joining.flush()
-                            continue
-                        try:
-                            to_peer.send_nowait(msg)
-                        except trio.WouldBlock:
-                            if direct is not None:
-                                direct.flush()  # nothing waits in it meanwhile
-                            await to_peer.send(msg)
-                finally:
-                    if direct is not None:
-                        direct.flush()
-                if lent.kept is not None:
-                    kept = lent.kept
-                    break
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
-        finally:
-            if kept is None:  # the reader that ends reading ends the bus
-                to_peer.close()
-        # This task is the request's now: nothing may wait before it awaits
-        # the request (whose first trap is pending).
-        self.nursery.start_soon(self.run)
-        await kept
+        with lent.scope:  # the scope of the request that comes to keep this task
+            try:
+                while True:
+                    if not items:
+                        if self._ended:
+                            return
+                        data = await read()
+                        items.extend(buffer.lines(bytes(data)) if data else buffer.close())
+                        self._ended = not data
+                        self._joining = direct if len(items) > 1 else None
+                    try:
+                        while items:
+                            msg = self._decode(items.popleft())
+                            joining = self._joining
+                            if joining is not None:
+                                joining.burst = True
+                            deliver = shortcuts.deliver
+                            if deliver is not None and deliver(msg, lent):
+                                if lent.kept is not None:
+                                    break  # the rest of the lines are the next reader's
+                                if joining is not None and joining.full():
+                                    joining.flush()
+                                continue
+                            try:
+                                to_peer.send_nowait(msg)
+                            except trio.WouldBlock:
+                                if direct is not None:
+                                    direct.flush()  # nothing waits in it meanwhile
+                                await to_peer.send(msg)
+                    finally:
+                        if direct is not None:
+                            direct.flush()
+                    if lent.kept is not None:
+                        kept = lent.kept
+                        break
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            finally:
+                if kept is None:  # the reader that ends reading ends the bus
+                    to_peer.close()
+            # This task is the request's now: nothing may wait before it awaits
+            # the request (whose first trap is pending).
+            self.nursery.start_soon(self.run)
+            await kept
 
     def _decode(self, item: bytes | LineTooLong) -> Message | Undecodable:
         if isinstance(item, LineTooLong):

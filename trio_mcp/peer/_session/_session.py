@@ -319,12 +319,14 @@ class Session(Outbound):
             work: Awaitable[Any] = later  # it must wait: the rest is the request's own task
         else:
             work = handler(req)
-        scope = trio.CancelScope()
-        self._inflight[req.id] = scope
         # The request's task: the reader's own while it lends it (one that
-        # does not wait then costs no task), else a new one, named by its
-        # method (Trio need not format a name per request).
-        if lent is None or not lent.take(self._serve, req, work, scope):
+        # does not wait then costs neither a task nor a cancel scope), else a
+        # new one, named by its method (Trio need not format a name per request).
+        if lent is not None and lent.free:
+            self._inflight[req.id] = lent.scope
+            lent.take(self._serve, req, work, None)
+        else:
+            scope = self._inflight[req.id] = trio.CancelScope()
             assert self._nursery is not None
             self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
 
@@ -388,25 +390,34 @@ class Session(Outbound):
         elif after_send is not None:
             after_send()
 
-    async def _serve(self, req: Request, work: Awaitable[Any], scope: trio.CancelScope) -> None:
-        """Run one request's handler (``work``) in its own task and answer it."""
+    async def _serve(
+        self, req: Request, work: Awaitable[Any], scope: trio.CancelScope | None
+    ) -> None:
+        """Run one request's handler (``work``) and answer it.
+
+        In a task of its own inside ``scope``; or (``None``) in a reader's
+        lent task, inside the scope the reader holds for it
+        (:attr:`ReaderTask.scope`, which catches its cancellation).
+        """
         current_request_id.set(req.id)
-        reply: Message | None = None
-        after_send: Callable[[], None] | None = None
-        with scope:
-            try:
-                reply, after_send = _answer(req, await work)
-            except Exception as exc:
-                reply = _failure(req, exc)
-        if reply is None and _telemetry.active is not None:
-            _telemetry.answered(req.id, None)  # cancelled: its span ends unanswered
-        del self._inflight[req.id]
-        self.uncancellable.discard(req.id)
+        answered: Answered | None = None
+        try:
+            if scope is None:
+                answered = await _finish(req, work)
+            else:
+                with scope:
+                    answered = await _finish(req, work)
+        finally:
+            cancelled = self._inflight.pop(req.id).cancel_called
+            self.uncancellable.discard(req.id)
+        if answered is None:
+            return  # cancelled (its scope caught it)
+        reply, after_send = answered
         self._replying += 1  # still counts against MAX_CONCURRENT_REQUESTS
         try:
             # A request the peer cancelled is never answered. With other
             # requests in flight, answers are joined into one write.
-            if reply is not None and not scope.cancelled_caught and not (
+            if not cancelled and not (
                 self._inflight and self.try_send(reply, req.method, soon=True)
             ):
                 await self.send(reply, req.method)

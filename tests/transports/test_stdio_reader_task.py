@@ -56,6 +56,14 @@ class Wire:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    async def initialize(self) -> None:
+        """The 2025-11-25 handshake."""
+        await self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "wire", "version": "1"}}})  # fmt: skip
+        assert "result" in await self.receive()
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
     async def call(self, request_id: int, name: str, **arguments: Any) -> None:
         await self.send(_call(request_id, name, **arguments))
 
@@ -95,11 +103,7 @@ async def served(app: trio_mcp.App) -> AsyncIterator[Wire]:
         nursery.start_soon(run_stream_transport, server_in, server_out, ends)
         await nursery.start(Peer(app, bus, Role.SERVER).run)
         wire = Wire(client_out, client_in)
-        await wire.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "wire", "version": "1"}}})  # fmt: skip
-        assert "result" in await wire.receive()
-        await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await wire.initialize()
         yield wire
         nursery.cancel_scope.cancel()
 
@@ -303,12 +307,8 @@ async def test_end_of_input_cancels_a_tool_that_holds_the_readers_task() -> None
             nursery.start_soon(run_stream_transport, server_in, server_out, ends)
             nursery.start_soon(Peer(app, bus, Role.SERVER).run)
             wire = Wire(client_out, client_in)
-            await wire.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "wire", "version": "1"}}})  # fmt: skip
-            await wire.receive()
-            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                            _call(1, "forever"))  # fmt: skip
+            await wire.initialize()
+            await wire.call(1, "forever")
             await reached.wait()
             await client_out.aclose()  # EOF: the transport and the peer end on their own
     assert ended == ["ended"]

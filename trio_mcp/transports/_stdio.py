@@ -115,10 +115,9 @@ class _LineReader:
         shortcuts = self.ends.shortcuts
         to_peer = self.ends.to_peer
         lent = ReaderTask()
-        kept = None
         with lent.scope:  # the scope of the request that comes to keep this task
             try:
-                while True:
+                while lent.kept is None:
                     if not items:
                         if self._ended:
                             return
@@ -148,18 +147,15 @@ class _LineReader:
                     finally:
                         if direct is not None:
                             direct.flush()
-                    if lent.kept is not None:
-                        kept = lent.kept
-                        break
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             finally:
-                if kept is None:  # the reader that ends reading ends the bus
+                if lent.kept is None:  # the reader that ends reading ends the bus
                     to_peer.close()
             # This task is the request's now: nothing may wait before it awaits
             # the request (whose first trap is pending).
             self.nursery.start_soon(self.run)
-            await kept
+            await lent.kept
 
     def _decode(self, item: bytes | LineTooLong) -> Message | Undecodable:
         if isinstance(item, LineTooLong):

@@ -435,6 +435,50 @@ async def test_contract_input_required_rides_the_open_result(
         assert (await reg.get(OWNER, actor.task_id)).status is TaskStatus.COMPLETED
 
 
+async def test_a_question_waits_for_a_requestor_polling_at_the_suggested_interval(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Spec (2025-11-25 tasks, input_required): "When the requestor encounters the
+    input_required status, it SHOULD preemptively call tasks/result". A requestor that
+    polled ``working`` just before the task asked sees ``input_required`` one
+    ``pollInterval`` later and then opens ``tasks/result`` (the TypeScript SDK's
+    ``requestStream``): the question waits for it there, and is not sent to the
+    requestor's newest connection in the meantime. One that never opens it still gets
+    the question on that connection."""
+    reg = TaskRegistry(trio_mcp.TaskLimits())
+    async with reg.running():
+        gate = trio.Event()
+
+        async def asks(actor: TaskActor) -> dict[str, Any]:
+            await gate.wait()
+            raw, _ = await actor.ask("elicitation/create", {"message": "ok?"})
+            return {"content": [{"type": "text", "text": raw["action"]}]}
+
+        newest, polling = Requestor(), Requestor()
+        reg.attach(OWNER, newest)  # the requestor's open connection
+        actor = await start(reg, asks, origin=newest)
+        interval = (await reg.get(OWNER, actor.task_id)).poll_interval
+        assert interval is not None
+        gate.set()  # the task asks just after the requestor's first poll
+        await trio.sleep(interval / 1000 + 0.005)  # one interval and a round trip
+        assert (await reg.get(OWNER, actor.task_id)).status is TaskStatus.INPUT_REQUIRED
+        result = await reg.result(OWNER, actor.task_id, polling)
+        assert result["content"][0]["text"] == "accept"
+        assert [m for m, _ in polling.asked] == ["elicitation/create"] and newest.asked == []
+
+        # Nobody opens tasks/result: after two intervals it goes to the newest connection.
+        gate = trio.Event()
+        actor = await start(reg, asks, origin=newest)
+        gate.set()
+        with trio.fail_after(3 * interval / 1000):
+            while not newest.asked:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert (await reg.result(OWNER, actor.task_id, polling))["content"][0]["text"] == (
+            "accept"
+        )
+        assert [m for m, _ in newest.asked] == ["elicitation/create"]
+
+
 async def test_contract_redis_outage_is_a_clear_error_and_nothing_is_lost(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

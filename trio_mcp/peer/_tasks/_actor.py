@@ -6,7 +6,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeAlias, final
+from typing import Any, Final, Protocol, TypeAlias, final
 
 import attrs
 import trio
@@ -58,6 +58,15 @@ class ActorHost(Protocol):
     def input_relay(self) -> InputRelay | None:
         """With a shared store: what carries the actors' input requests (else None)."""
         ...
+
+
+#: How many poll intervals (``pollInterval``) a pushed question waits for a ``tasks/result`` to
+#: take it before it goes to the requestor's newest connection. A requestor that
+#: polls ``tasks/get`` at the interval we suggest sees ``input_required`` within
+#: one interval and then opens ``tasks/result`` (the TypeScript SDK's
+#: ``requestStream`` does so); the second interval covers that round trip, so
+#: the question rides the ``tasks/result`` stream rather than racing it.
+PUSH_FALLBACK_POLLS: Final = 2
 
 
 @final
@@ -368,9 +377,9 @@ class TaskActor:
         """Deliver a pushed question (:class:`PushedQuestions`) and await the answer.
 
         It goes on the connection that has ``tasks/result`` open for this task;
-        if none does within one ``pollInterval``, straight to the requestor's most
-        recent connection (a requestor that only polls ``tasks/get`` is never
-        stuck). With a shared store it is queued there for any process.
+        if none does within :data:`PUSH_FALLBACK_POLLS` poll intervals, straight
+        to the requestor's most recent connection (a requestor that only polls
+        ``tasks/get`` is never stuck). With a shared store it is queued there for any process.
 
         Raises:
             RemoteError: The requestor answered with an error.
@@ -381,7 +390,7 @@ class TaskActor:
         if relay is not None:  # tasks shared by processes: through the store
             return await relay.ask(self, item.method, item.params)
         self._input_channel()[0].send_nowait(item)
-        with trio.move_on_after(self.record.poll_interval / 1000):
+        with trio.move_on_after(PUSH_FALLBACK_POLLS * self.record.poll_interval / 1000):
             await item.answered.wait()
         while not item.answered.is_set():
             if not item.claimed:

@@ -19,8 +19,9 @@ module does what crosses processes:
 - **input_required**: a task's requests to its requestor are queued in the
   store; whichever process has ``tasks/result`` open for the task takes one,
   sends it over its connection and stores the answer, which wakes the actor.
-  If nobody takes it within one ``pollInterval``, the actor's own process
-  sends it to the requestor's newest local connection, as the local runtime does.
+  If nobody takes it within two poll intervals (``PUSH_FALLBACK_POLLS``),
+  the actor's own process sends it to the requestor's newest local connection,
+  as the local runtime does.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import trio
 from ..._errors import ConnectionClosed, McpError, RemoteError
 from ..._inline import leave_reader
 from .._messages import TaskStatus
-from ._actor import TaskActor
+from ._actor import PUSH_FALLBACK_POLLS, TaskActor
 from ._connection import TaskConnection
 from ._creates import CreateBatcher
 from ._ledger import (
@@ -537,7 +538,7 @@ class Cluster:
             self.wake(task_id)  # a tasks/result open here takes it at once
             hint = self._hint(task_id)
             poll = actor.record.poll_interval / 1000
-            fallback_at = trio.current_time() + poll
+            fallback_at = trio.current_time() + PUSH_FALLBACK_POLLS * poll
             while (answer := await self.store.take_answer(task_id, item.key)) is None:
                 if trio.current_time() >= fallback_at:
                     fallback_at = trio.current_time() + poll

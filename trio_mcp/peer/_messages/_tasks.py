@@ -28,13 +28,12 @@ class TaskStatus(enum.StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
 
-    @property
-    def is_terminal(self) -> bool:
-        """True for ``completed``, ``failed`` and ``cancelled``."""
-        return self in _TERMINAL
+    #: True for ``completed``, ``failed`` and ``cancelled``. (A plain attribute
+    #: of each member, set once: the task runtime reads it on every operation.)
+    is_terminal: bool
 
-
-_TERMINAL: Final = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
+    def __init__(self, value: str) -> None:
+        self.is_terminal = value in ("completed", "failed", "cancelled")
 
 
 @attrs.frozen

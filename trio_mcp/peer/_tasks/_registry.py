@@ -90,6 +90,9 @@ class TaskRegistry(TaskLedger):
         self.mirror = self.side
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster
+        # The store as a RerunStore, or None: found once (a runtime-checkable
+        # Protocol's isinstance walks its members: ~20 us, too dear per create).
+        self._reruns = rerun_store(self.store)
         self._cursors = CursorCodec()
         self._nursery: trio.Nursery | None = None
         self._users = 0
@@ -224,7 +227,7 @@ class TaskRegistry(TaskLedger):
             return self._adopt(adopted, work, progress_token)
         record = self.new_record(owner, method, requested_ttl)
         record.rerun = rerun
-        store = rerun_store(self.store)
+        store = self._reruns
         if not self.run_tasks and rerun is not None and store is not None:
             # A front: stored, then queued for the workers; no actor runs here.
             record.status_message = QUEUED_MESSAGE

@@ -439,8 +439,10 @@ class MemoryTaskStore:
             return False  # terminal already (compare and set)
         if stored is not record:
             self.index.replace(record)
-        if record.status.is_terminal:
-            self._leave(stored.owner, record.task_id)
+        if record.status.is_terminal:  # it leaves the live count (as _leave, inline)
+            live.discard(record.task_id)
+            if not live:
+                del self._live[stored.owner]
         return True
 
     def _leave(self, owner: str, task_id: str) -> None:

@@ -10,7 +10,7 @@ import logging
 import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import attrs
 import trio
@@ -132,7 +132,9 @@ async def _serve_hypercorn(
                 await nursery.start(background)
 
                 async def hypercorn_serve(*, task_status: trio.TaskStatus[list[str]]) -> None:
-                    asgi: Any = app  # our ASGI callable; hypercorn types its own events
+                    # Our ASGI callable (hypercorn types its own events), reading
+                    # a body the app left before it answers.
+                    asgi: Any = _ReadsBodyBeforeAnswer(app)
                     await hypercorn.trio.serve(
                         asgi, config, shutdown_trigger=stop.wait, task_status=task_status
                     )
@@ -150,3 +152,62 @@ async def _serve_hypercorn(
         finally:
             stop.set()
             guard.deadline = trio.current_time() + config.graceful_timeout + 2
+
+
+#: The most of an unread request body the hypercorn adapter reads, before it answers,
+#: to keep the connection (a bigger one: the answer says ``Connection: close``).
+DRAIN_LIMIT: Final = 1 << 20
+
+
+@final
+@attrs.frozen
+class _ReadsBodyBeforeAnswer:
+    """An ASGI app as hypercorn should run it: the request's body has all arrived
+    before the answer starts.
+
+    The app answers some POSTs before it reads their body (a 406, 415, 401 or a
+    version refused from the headers). When the body arrives after that answer,
+    hypercorn (h11) closes the connection without saying so, and a client that
+    reuses it (httpx, and so the Python SDK) fails its next request with "Server
+    disconnected without sending a response". So the rest of the body is read
+    first (up to :data:`DRAIN_LIMIT`; beyond, the answer says ``Connection:
+    close``), as the llhttp server reads a body the app left.
+    """
+
+    app: AsgiApp
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        arrived = False
+
+        async def receive_watched() -> Any:
+            nonlocal arrived
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                arrived = True
+            return message
+
+        async def send_watched(message: Any) -> None:
+            nonlocal arrived
+            if message["type"] == "http.response.start" and not arrived:
+                read = 0
+                while not arrived and read <= DRAIN_LIMIT:
+                    read += len((await receive_watched()).get("body", b""))
+                if not arrived:
+                    headers = [h for h in message.get("headers", ())
+                               if h[0].lower() != b"connection"]
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive_watched, send_watched)
+
+
+def _has_body(scope: Any) -> bool:
+    """Whether the request's headers announce a body (a non-zero length, or chunks)."""
+    for name, value in scope.get("headers", ()):
+        name = name.lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import collections
-import importlib.util
 import json
 import os
 import random
@@ -75,7 +74,7 @@ from tests.fuzz_wire import (
     id_key,
     nesting_depth,
 )
-from tests.helpers import EXAMPLES, ROOT
+from tests.helpers import EXAMPLES, HTTP_SERVERS, ROOT
 from tests.test_fuzz import WANTED, budget, json_values, texts
 
 EVERYTHING_SERVER = EXAMPLES / "everything_server.py"
@@ -1115,10 +1114,12 @@ HTTP_STATUS_OF = {PARAMS: 400, MISSING_CAP: 400, UNSUPPORTED: 400, MISMATCH: 400
 
 
 class ModernHttp:
-    """``examples/everything_server.py --http`` as a subprocess, POSTed to in 2026-07-28."""
+    """``examples/everything_server.py --http`` as a subprocess, POSTed to in 2026-07-28
+    (``server``: its ``--http-server``; empty: the default server)."""
 
-    def __init__(self, nursery: trio.Nursery) -> None:
+    def __init__(self, nursery: trio.Nursery, server: str = "") -> None:
         self.nursery = nursery
+        self.server = server
         self.states = States()
         self.seq = 0
         self.messages = 0
@@ -1131,7 +1132,8 @@ class ModernHttp:
 
     async def start(self) -> None:
         self.proc = await trio.lowlevel.open_process(
-            [sys.executable, str(EVERYTHING_SERVER), "--http", "127.0.0.1:0"],
+            [sys.executable, str(EVERYTHING_SERVER), "--http", "127.0.0.1:0",
+             *(["--http-server", self.server] if self.server else [])],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             cwd=str(ROOT))
         ready = trio.Event()
@@ -1297,10 +1299,10 @@ async def http_batch(target: ModernHttp, example: list[tuple[Message, list[Any]]
                 nursery.start_soon(target.post_one, message, plan)
 
 
-async def _http_test(examples: int) -> None:
+async def _http_test(examples: int, server: str) -> None:
     started = time.monotonic()
     async with trio.open_nursery() as nursery:
-        target = ModernHttp(nursery)
+        target = ModernHttp(nursery, server)
         await target.start()
         try:
             await target.states.fetch(target.call)
@@ -1341,24 +1343,20 @@ async def _http_test(examples: int) -> None:
 HTTP_EXAMPLES = int(os.environ.get("FUZZ_HTTP_EXAMPLES", 400))
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("httptools") is None,
-    reason="on hypercorn this run intermittently meets 'Server disconnected without sending a "
-    "response' under -n 4 load (seen twice in three CI runs of the test extra alone; the "
-    "cause is not found yet): it runs on the llhttp server",
-)
-async def test_fuzz_modern_http() -> None:
+@pytest.mark.parametrize("server", HTTP_SERVERS)
+async def test_fuzz_modern_http(server: str) -> None:
     """>= 2,000 modern POSTs with wrong, missing, duplicated and non-ASCII headers and the
     bodies of the stdio test: each gets an allowed status whose JSON-RPC code fits it, and
-    the server keeps serving."""
-    await _http_test(HTTP_EXAMPLES)
+    the server keeps serving (on each HTTP/1.1 server)."""
+    await _http_test(HTTP_EXAMPLES, server)
 
 
 @pytest.mark.slow
 @only_when_slow
-async def test_fuzz_modern_http_large() -> None:
+@pytest.mark.parametrize("server", HTTP_SERVERS)
+async def test_fuzz_modern_http_large(server: str) -> None:
     """The same, 5x the budget (``-m slow``)."""
-    await _http_test(HTTP_EXAMPLES * SLOW_FACTOR)
+    await _http_test(HTTP_EXAMPLES * SLOW_FACTOR, server)
 
 
 # --- regressions: what the fuzzing found ---------------------------------------------------------

@@ -180,6 +180,7 @@ class _HttpClientTransport(HttpPosts):
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         request = self.client.build_request(method, self.url, headers=headers, content=body)
+        request.stream = _Body(body or b"")
         if self.auth is not None:
             return await self.client.send(request, stream=True, auth=self.auth)
         return await self.client.send(request, stream=True)
@@ -398,11 +399,46 @@ class _HttpClientTransport(HttpPosts):
             try:
                 request = self.client.build_request("DELETE", self.url,
                                                     headers=self._headers("*/*"))
+                request.stream = _Body(b"")
                 response = await (self.client.send(request) if self.auth is None else
                                   self.client.send(request, auth=self.auth))
                 log.debug("DELETE session: HTTP %d", response.status_code)
             except Exception as exc:  # best effort: e.g. a Ctrl-C broke the pool's state
                 log.debug("DELETE session failed: %r", exc)
+
+
+@final
+class _Body(httpx.AsyncByteStream):
+    """A request's body for httpx, iterated without an async generator.
+
+    httpx's own (``content=bytes``) is an async generator that httpcore leaves
+    suspended when a request is cancelled while it is being sent; the garbage
+    collector then finds it, and Trio warns ("was garbage collected before it
+    had been exhausted"). An iterator object has nothing to leave open.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __aiter__(self) -> _Once:
+        return _Once(self._data)
+
+
+@final
+class _Once:
+    """Yields one chunk of bytes (none when empty), then stops."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data or None
+
+    def __aiter__(self) -> _Once:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data, self._data = self._data, None
+        if data is None:
+            raise StopAsyncIteration
+        return data
 
 
 def _modern_version(msg: Request) -> str | None:

@@ -300,21 +300,12 @@ async def _one_tree(peer: trio_mcp.Peer, rng: random.Random, outcomes: dict[str,
     outcomes[final.status.value] = outcomes.get(final.status.value, 0) + 1
 
 
-#: Cancelling a tree while its hops' requests are in flight leaves httpx's request generators
-#: to the garbage collector (as in test_http's ``drops_a_stream``).
-cancels_mid_request = pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning"
-)
-
-
-@cancels_mid_request
 async def test_children_20_trees_with_random_cancels_leave_nothing_behind() -> None:
     await _trees_with_random_cancels(20, seed=3420)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-@cancels_mid_request
 async def test_children_100_trees_with_random_cancels_leave_nothing_behind() -> None:
     await _trees_with_random_cancels(100, seed=34)
 

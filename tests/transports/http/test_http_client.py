@@ -280,3 +280,34 @@ async def test_http_client_stream_left_mid_delivery_leaves_no_httpx_generator_op
 async def _cancel_when_blocked(scope: trio.CancelScope) -> None:
     await trio.testing.wait_all_tasks_blocked()
     scope.cancel()
+
+
+async def test_http_client_post_cancelled_while_sending_leaves_no_httpx_generator_open() -> None:
+    """A POST cancelled while its body is being written (a server that reads nothing; a
+    task tree cancelled with its hops' requests in flight) leaves no suspended httpx
+    generator for the garbage collector: the body is sent from an iterator object, not
+    httpx's async generator (``ByteStream.__aiter__``), which httpcore leaves open."""
+    from trio_mcp.peer._session._bus import BusEnds
+    from trio_mcp.transports._http_client import _HttpClientTransport
+
+    async def reads_nothing(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    to_peer, _ = trio.open_memory_channel[Any](0)
+    _, from_peer = trio.open_memory_channel[Any](0)
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(
+            functools.partial(trio.serve_tcp, reads_nothing, 0, host="127.0.0.1"))
+        url = f"http://127.0.0.1:{listener.socket.getsockname()[1]}/mcp"
+        async with http_client() as client:
+            transport = _HttpClientTransport(client, url, BusEnds(to_peer, from_peer), {})
+            with trio.CancelScope() as sending:
+                nursery.start_soon(_cancel_when_blocked, sending)
+                # Far more than the socket buffers hold: the write blocks mid-body.
+                await transport._open("POST", body=b"x" * (64 << 20))
+            assert sending.cancelled_caught
+        nursery.cancel_scope.cancel()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []

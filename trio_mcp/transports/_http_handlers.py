@@ -143,7 +143,7 @@ async def post(
     if isinstance(item, Request) and await http.refuse_unscoped(scope, send, item):
         return
     if modern:
-        await modern_post(http, scope, receive, send, identity, item)
+        await modern_post(http, scope, receive, send, identity, item, version)
         return
     if http.stateless:
         if not isinstance(item, Request):

@@ -49,7 +49,6 @@ from ._http_policy import (
     Send,
     check_modern_headers,
     fail,
-    header,
     respond,
     until_disconnect,
 )
@@ -85,9 +84,9 @@ def _client_of(identity: str | None, params: dict[str, Any]) -> tuple[Any, ...]:
 
 async def modern_post(
     http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
-    item: Message,
+    item: Message, version: str | None,
 ) -> None:
-    """Serve one MCP 2026-07-28 POST in this task.
+    """Serve one MCP 2026-07-28 POST in this task (``version``: its ``MCP-Protocol-Version``).
 
     The headers are checked against the body first (400 with -32020, or
     -32022 for a version neither era has); ``Mcp-Session-Id`` and
@@ -116,9 +115,8 @@ async def modern_post(
                 "decides; SEP-2663 asks clients to send it): client %r, logged once per client",
                 item.method, client,
             )
-    version = header(scope, "mcp-protocol-version") or ""
     if version not in MODERN_PROTOCOL_VERSIONS:
-        error = unsupported_version(version)
+        error = unsupported_version(version or "")
         await fail(send, 400, error.message, code=error.code, request_id=item.id,
                    data=error.data)
         return
@@ -196,7 +194,8 @@ class _Answer:
         self.json = json
         self.keepalive = keepalive
         self._notes: list[bytes] = []
-        self._changed = trio.Event()
+        # Made by the writer when it waits (an answer sent at once never needs one).
+        self._changed: trio.Event | None = None
         self._closed = False
         self._started = False  # the SSE response's head is sent
 
@@ -205,12 +204,14 @@ class _Answer:
         if self.json or self._closed:
             return
         self._notes.append(encode_event(data))
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     def close(self) -> None:
         """The handler is done: the writer writes what is held and stops."""
         self._closed = True
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     async def write_notes(self) -> None:
         """Write the notifications as they come, from the first one on (SSE)."""
@@ -226,12 +227,12 @@ class _Answer:
                 continue
             if self._closed:
                 return
-            self._changed = trio.Event()
+            changed = self._changed = trio.Event()
             if not self._started or self.keepalive is None:
-                await self._changed.wait()
+                await changed.wait()
                 continue
             with trio.move_on_after(self.keepalive):
-                await self._changed.wait()
+                await changed.wait()
                 continue
             await self._send({"type": "http.response.body", "body": encode_comment("keep-alive"),
                               "more_body": True})

@@ -40,7 +40,7 @@ from ..peer._messages import (
     ErrorResponse,
     Request,
 )
-from ._http_auth import request_facts
+from ._http_auth import IDENTITY_KEY, request_facts
 from ._http_endpoint import SSE_HEADERS, HttpEndpoint, respond_json
 from ._http_policy import (
     HeaderMismatch,
@@ -82,15 +82,38 @@ def _client_of(identity: str | None, params: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+#: The ``Caller`` of each recent sender, by (identity, path, client address): the POSTs
+#: of one connection share one, as a 2025-11-25 session's requests share its ``bus.info``.
+_CALLERS: dict[tuple[Any, ...], tuple[Any, Caller]] = {}
+_CALLERS_KEPT: Final = 256
+
+
+def caller_of(identity: str | None, scope: Scope) -> Caller:
+    """Who sent a modern POST (its identity and :func:`request_facts`), made once per sender."""
+    verified = scope.get(IDENTITY_KEY)
+    client = scope.get("client")
+    key = (identity, scope.get("path"), client if type(client) is not list else tuple(client))
+    kept = _CALLERS.get(key)
+    if kept is not None and kept[0] is verified:
+        return kept[1]
+    caller = Caller.of(identity, request_facts(scope))
+    if len(_CALLERS) >= _CALLERS_KEPT:
+        _CALLERS.clear()
+    _CALLERS[key] = (verified, caller)
+    return caller
+
+
 async def modern_post(
     http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
     item: Message, version: str | None,
 ) -> None:
     """Serve one MCP 2026-07-28 POST in this task (``version``: its ``MCP-Protocol-Version``).
 
-    The headers are checked against the body first (400 with -32020, or
-    -32022 for a version neither era has); ``Mcp-Session-Id`` and
-    ``Last-Event-ID`` are ignored, and no session id is minted.
+    ``item`` was decoded with its ``Caller`` (:func:`caller_of`) when ``version``
+    is a modern one, the only kind served. The headers are checked against
+    the body first (400 with -32020, or -32022 for a version neither era
+    has); ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored, and no
+    session id is minted.
 
     Cancellation: the request's handler is cancelled.
     """
@@ -129,9 +152,8 @@ async def modern_post(
                    "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
                    data={"supported": list(ALL_PROTOCOL_VERSIONS)})
         return
-    caller = Caller.of(identity, request_facts(scope))
-    request = Request(item.id, item.method, item.params, caller=caller)
-    await modern_answer(http, request, receive, send)
+    assert item.caller is not None  # (read with it: the version is a modern one)
+    await modern_answer(http, item, receive, send)
 
 
 def modern_status(reply: Message) -> int:

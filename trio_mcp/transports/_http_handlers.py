@@ -27,7 +27,7 @@ from ..peer._messages import (
     Response,
 )
 from ._http_endpoint import HttpEndpoint, respond_json, wait_ended, write_sse
-from ._http_modern import modern_post
+from ._http_modern import caller_of, modern_post
 from ._http_policy import (
     Receive,
     Scope,
@@ -128,8 +128,11 @@ async def post(
     body = await read_body(http, receive, send)
     if body is None:
         return
-    item = decode_message(body)
-    modern = version in MODERN_PROTOCOL_VERSIONS or (
+    # A 2026-07-28 POST (its MCP-Protocol-Version says so) is read with who sent it;
+    # one only its body calls modern is refused for that header before it is served.
+    caller = caller_of(identity, scope) if version in MODERN_PROTOCOL_VERSIONS else None
+    item = decode_message(body, caller=caller)
+    modern = caller is not None or (
         isinstance(item, Request) and is_modern_shaped(item) and (
             unknown or (version is None and not header_values(scope, SESSION_HEADER))
         )
@@ -143,7 +146,7 @@ async def post(
     if isinstance(item, Request) and await http.refuse_unscoped(scope, send, item):
         return
     if modern:
-        await modern_post(http, scope, receive, send, identity, item)
+        await modern_post(http, scope, receive, send, identity, item, version)
         return
     if http.stateless:
         if not isinstance(item, Request):

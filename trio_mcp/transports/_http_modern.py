@@ -40,7 +40,7 @@ from ..peer._messages import (
     ErrorResponse,
     Request,
 )
-from ._http_auth import request_facts
+from ._http_auth import IDENTITY_KEY, request_facts
 from ._http_endpoint import SSE_HEADERS, HttpEndpoint, respond_json
 from ._http_policy import (
     HeaderMismatch,
@@ -49,7 +49,6 @@ from ._http_policy import (
     Send,
     check_modern_headers,
     fail,
-    header,
     respond,
     until_disconnect,
 )
@@ -83,15 +82,38 @@ def _client_of(identity: str | None, params: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+#: The ``Caller`` of each recent sender, by (identity, path, client address): the POSTs
+#: of one connection share one, as a 2025-11-25 session's requests share its ``bus.info``.
+_CALLERS: dict[tuple[Any, ...], tuple[Any, Caller]] = {}
+_CALLERS_KEPT: Final = 256
+
+
+def caller_of(identity: str | None, scope: Scope) -> Caller:
+    """Who sent a modern POST (its identity and :func:`request_facts`), made once per sender."""
+    verified = scope.get(IDENTITY_KEY)
+    client = scope.get("client")
+    key = (identity, scope.get("path"), client if type(client) is not list else tuple(client))
+    kept = _CALLERS.get(key)
+    if kept is not None and kept[0] is verified:
+        return kept[1]
+    caller = Caller.of(identity, request_facts(scope))
+    if len(_CALLERS) >= _CALLERS_KEPT:
+        _CALLERS.clear()
+    _CALLERS[key] = (verified, caller)
+    return caller
+
+
 async def modern_post(
     http: HttpEndpoint, scope: Scope, receive: Receive, send: Send, identity: str | None,
-    item: Message,
+    item: Message, version: str | None,
 ) -> None:
-    """Serve one MCP 2026-07-28 POST in this task.
+    """Serve one MCP 2026-07-28 POST in this task (``version``: its ``MCP-Protocol-Version``).
 
-    The headers are checked against the body first (400 with -32020, or
-    -32022 for a version neither era has); ``Mcp-Session-Id`` and
-    ``Last-Event-ID`` are ignored, and no session id is minted.
+    ``item`` was decoded with its ``Caller`` (:func:`caller_of`) when ``version``
+    is a modern one, the only kind served. The headers are checked against
+    the body first (400 with -32020, or -32022 for a version neither era
+    has); ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored, and no
+    session id is minted.
 
     Cancellation: the request's handler is cancelled.
     """
@@ -116,9 +138,8 @@ async def modern_post(
                 "decides; SEP-2663 asks clients to send it): client %r, logged once per client",
                 item.method, client,
             )
-    version = header(scope, "mcp-protocol-version") or ""
     if version not in MODERN_PROTOCOL_VERSIONS:
-        error = unsupported_version(version)
+        error = unsupported_version(version or "")
         await fail(send, 400, error.message, code=error.code, request_id=item.id,
                    data=error.data)
         return
@@ -131,9 +152,8 @@ async def modern_post(
                    "MCP-Protocol-Version)", code=METHOD_NOT_FOUND, request_id=item.id,
                    data={"supported": list(ALL_PROTOCOL_VERSIONS)})
         return
-    caller = Caller.of(identity, request_facts(scope))
-    request = Request(item.id, item.method, item.params, caller=caller)
-    await modern_answer(http, request, receive, send)
+    assert item.caller is not None  # (read with it: the version is a modern one)
+    await modern_answer(http, item, receive, send)
 
 
 def modern_status(reply: Message) -> int:
@@ -196,7 +216,8 @@ class _Answer:
         self.json = json
         self.keepalive = keepalive
         self._notes: list[bytes] = []
-        self._changed = trio.Event()
+        # Made by the writer when it waits (an answer sent at once never needs one).
+        self._changed: trio.Event | None = None
         self._closed = False
         self._started = False  # the SSE response's head is sent
 
@@ -205,12 +226,14 @@ class _Answer:
         if self.json or self._closed:
             return
         self._notes.append(encode_event(data))
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     def close(self) -> None:
         """The handler is done: the writer writes what is held and stops."""
         self._closed = True
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     async def write_notes(self) -> None:
         """Write the notifications as they come, from the first one on (SSE)."""
@@ -226,12 +249,12 @@ class _Answer:
                 continue
             if self._closed:
                 return
-            self._changed = trio.Event()
+            changed = self._changed = trio.Event()
             if not self._started or self.keepalive is None:
-                await self._changed.wait()
+                await changed.wait()
                 continue
             with trio.move_on_after(self.keepalive):
-                await self._changed.wait()
+                await changed.wait()
                 continue
             await self._send({"type": "http.response.body", "body": encode_comment("keep-alive"),
                               "more_body": True})

@@ -33,6 +33,7 @@ from .._messages import (
     Request,
     TaskMetadata,
     converter,
+    value_key,
 )
 from .._tasks import PulledInputs, TaskActor, TaskRecord
 from ._mrtr import MAX_QUESTIONS, InputRequired, missing_capability
@@ -397,15 +398,15 @@ def _icon_problem(icon: Any) -> str | None:
 #: A client sends the same capabilities and identity with every request: they
 #: are checked and structured once (a few hundred entries at most; then the
 #: cache restarts).
-_CAPS_CACHE: dict[str, ClientCapabilities] = {}
-_INFO_CACHE: dict[str, Implementation] = {}
+_CAPS_CACHE: dict[bytes | str, ClientCapabilities] = {}
+_INFO_CACHE: dict[bytes | str, Implementation] = {}
 _CACHE_SIZE: Final = 256
 #: Larger values are structured each time, never kept (memory stays bounded).
 _CACHE_KEY_CHARS: Final = 4096
 
 
 def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
-    key = repr(caps)
+    key = value_key(caps)
     found = _CAPS_CACHE.get(key)
     if found is None:
         problem = capabilities_problem(caps)
@@ -423,7 +424,7 @@ def _capabilities(caps: dict[str, Any]) -> ClientCapabilities:
 
 
 def _client_info(raw: Any) -> Implementation:
-    key = repr(raw)
+    key = value_key(raw)
     found = _INFO_CACHE.get(key)
     if found is None:
         problem = implementation_problem(raw)

@@ -80,6 +80,7 @@ from ._jsonrpc import Undecodable as Undecodable
 from ._jsonrpc import decode_message as decode_message
 from ._jsonrpc import encode_for_wire as encode_for_wire
 from ._jsonrpc import message_to_json as message_to_json
+from ._jsonrpc import value_key as value_key
 from ._logging import LOGGING_LEVELS as LOGGING_LEVELS
 from ._logging import LoggingLevel as LoggingLevel
 from ._logging import LoggingMessageParams as LoggingMessageParams

@@ -118,6 +118,21 @@ if orjson is not None:
         return _std_loads(data)
 
 
+def value_key(value: Any) -> bytes | str:
+    """An exact, hashable stand-in for a JSON value read off the wire, to remember work on it.
+
+    Its compact JSON by orjson (a few times cheaper than ``repr``), else its
+    ``repr``: values that differ (``1``, ``1.0``, ``true``) never share a key.
+    """
+    if orjson is not None:
+        try:
+            key: bytes = orjson.dumps(value)
+        except TypeError:  # (an int over 64 bits: json read it)
+            return repr(value)
+        return key
+    return repr(value)
+
+
 _JSONRPC: Final = "2.0"
 
 
@@ -208,11 +223,13 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def parse_message(obj: Any) -> Incoming:
+def parse_message(obj: Any, *, caller: Any = None) -> Incoming:
     """Classify one decoded JSON value as a JSON-RPC message.
 
     Args:
         obj: The value ``json.loads`` produced.
+        caller: A request's :attr:`Request.caller` (who sent it, when it comes
+            without a connection of its own).
 
     Returns:
         The envelope, or :class:`Undecodable` with code -32600 when the value
@@ -245,7 +262,7 @@ def parse_message(obj: Any) -> Incoming:
         if "id" in obj:
             if not id_ok:
                 return Undecodable(INVALID_REQUEST, '"id" must be a string or an integer')
-            return Request(raw_id, method, params)  # type: ignore[arg-type]
+            return Request(raw_id, method, params, caller=caller)  # type: ignore[arg-type]
         return Notification(method, params)
     if "result" in obj:
         result = obj["result"]
@@ -270,11 +287,12 @@ def parse_message(obj: Any) -> Incoming:
     )
 
 
-def decode_message(data: bytes | str) -> Incoming:
-    """Decode one serialized message (one NDJSON line, one WebSocket frame).
+def decode_message(data: bytes | str, *, caller: Any = None) -> Incoming:
+    """Decode one serialized message (one NDJSON line, one WebSocket frame, one POST).
 
     Args:
         data: UTF-8 bytes or text of exactly one JSON value.
+        caller: A request's :attr:`Request.caller`, as :func:`parse_message`.
 
     Returns:
         The envelope, or :class:`Undecodable` (-32700 for invalid JSON or
@@ -296,8 +314,11 @@ def decode_message(data: bytes | str) -> Incoming:
             and (params is None or type(params) is dict)
             and obj.get("jsonrpc") == _JSONRPC
         ):
-            return Request(raw_id, method, params)
-    return parse_message(obj)
+            # (without a caller, none is passed: a keyword costs every message)
+            if caller is None:
+                return Request(raw_id, method, params)
+            return Request(raw_id, method, params, caller=caller)
+    return parse_message(obj, caller=caller)
 
 
 def message_to_json(msg: Message) -> dict[str, Any]:

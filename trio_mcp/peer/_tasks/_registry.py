@@ -87,6 +87,9 @@ class TaskRegistry(TaskLedger):
         )
         #: With a store shared by processes: the cross-process half (else None).
         self.cluster: Cluster | None = self.side if isinstance(self.side, Cluster) else None
+        # The store as a RerunStore, or None: asked once (a runtime protocol's isinstance
+        # costs more than the rest of a memory store's create).
+        self._reruns = rerun_store(self.store)
         self.mirror = self.side
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster
@@ -224,7 +227,7 @@ class TaskRegistry(TaskLedger):
             return self._adopt(adopted, work, progress_token)
         record = self.new_record(owner, method, requested_ttl)
         record.rerun = rerun
-        store = rerun_store(self.store)
+        store = self._reruns
         if not self.run_tasks and rerun is not None and store is not None:
             # A front: stored, then queued for the workers; no actor runs here.
             record.status_message = QUEUED_MESSAGE

@@ -138,11 +138,11 @@ class Cluster:
             McpError: -32000 at the owner's live-task cap (counted over every
                 process, atomically); -32603 when the store is unavailable.
         """
-        await leave_reader()
         try:
-            if self._creates.running:
+            if self._creates.running:  # (started inline, it waits for its batch there)
                 record.seq = await self._creates.create(record, max_live)
             else:
+                await leave_reader()
                 record.seq = await self.store.create(record, max_live=max_live)
         except CapReached:
             raise live_cap_reached(record.owner, max_live) from None

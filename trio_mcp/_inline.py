@@ -22,6 +22,16 @@ moved; :func:`run_inline` raises :class:`RuntimeError` to say so.
 The coroutine runs in a copy of the reader's :mod:`contextvars` context, inline
 and after it moves (a variable it sets and resets stays its own).
 
+A coroutine started inline may also wait *without* a task: for an
+:class:`InlineEvent` that another task will set (a batch of creates stored, a
+commit). Awaiting one that is not set parks it: :func:`run_inline` returns a
+:class:`Parked`, which its caller either awaits in a task of its own (as the
+rest of one that left the reader) or hands a callback (:meth:`Parked.then`):
+once the event is set, the coroutine goes on in the task that set it, started
+again as :func:`run_inline` started it (so the same rules hold: it may return,
+leave the reader or park again). A thousand creates waiting for their batch
+then cost the task that stores it a thousand calls, not a thousand Trio tasks.
+
 A reader that can go on reading in a new task goes one step further and lends
 its task (:class:`ReaderTask`): the request's task coroutine runs in the
 reader's task with no :func:`leave_reader` stop, so an ``async def`` tool that
@@ -33,13 +43,15 @@ instead. A reader that cannot move starts each request's task as before.
 from __future__ import annotations
 
 import contextvars
+import logging
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Final, TypeVar, cast, final
+from typing import Any, Final, Generic, TypeVar, cast, final
 
 import trio
 
 T = TypeVar("T")
+log = logging.getLogger("trio_mcp.peer")
 
 
 @final
@@ -74,35 +86,160 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Awaitable[T]]:
 
     Returns:
         ``(True, value)`` when it returned without waiting; else ``(False, rest)``,
-        an awaitable that runs the rest of it (await it in a task of its own).
+        an awaitable that runs the rest of it (await it in a task of its own):
+        a :class:`Parked` when it waits for an :class:`InlineEvent` (which
+        may instead be left to call back, :meth:`Parked.then`).
 
     Raises:
         Exception: Whatever ``coro`` raised before it returned or left.
         RuntimeError: ``coro`` reached a Trio trap without :func:`leave_reader`.
     """
+    return _step(coro, contextvars.copy_context(), enter=True)
+
+
+def _step(
+    coro: Coroutine[Any, Any, T], context: contextvars.Context, *, enter: bool
+) -> tuple[bool, T | Awaitable[T]]:
+    """Run ``coro`` inline until it returns, leaves or parks (``enter``: in ``context``;
+    else the caller already runs in it)."""
     global _inline
-    context = contextvars.copy_context()
     outer, _inline = _inline, True
     try:
-        signal = context.run(coro.send, None)
+        signal = context.run(coro.send, None) if enter else coro.send(None)
     except StopIteration as done:
         return True, done.value
     finally:
         _inline = outer
-    if signal is not _LEAVE:
-        coro.close()
-        raise RuntimeError(f"{coro!r} waited inline without leave_reader() first")
-    return False, cast("Awaitable[T]", _rest(coro, context))
+    if signal is _LEAVE:
+        return False, cast("Awaitable[T]", _rest(coro, context))
+    if type(signal) is InlineEvent:
+        return False, Parked(coro, context, signal)
+    coro.close()
+    raise RuntimeError(f"{coro!r} waited inline without leave_reader() first")
+
+
+@final
+class InlineEvent:
+    """An event that a coroutine started inline waits for without a Trio task.
+
+    Awaited (:meth:`wait`) by a coroutine :func:`run_inline` runs, an event not
+    yet set parks it (see the module's docs); awaited in a Trio task, it is a
+    :class:`trio.Event`. :meth:`set` wakes both kinds: a parked coroutine's
+    callback runs right there, in the task that sets it.
+    """
+
+    __slots__ = ("_event", "_flag", "_parked")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._event: trio.Event | None = None  # made for the first waiter in a task
+        self._parked: list[Callable[[], None]] | None = None
+
+    def is_set(self) -> bool:
+        """True once :meth:`set`."""
+        return self._flag
+
+    def set(self) -> None:
+        """Set the event: wake its waiters (parked ones run on here, one by one).
+
+        A parked coroutine's callback that raises is logged: the others still run.
+        """
+        if self._flag:
+            return
+        self._flag = True
+        if self._event is not None:
+            self._event.set()
+        parked, self._parked = self._parked, None
+        for resume in parked or ():
+            try:
+                resume()
+            except Exception:
+                log.exception("a request waiting on %r failed as it went on", self)
+
+    @types.coroutine
+    def wait(self) -> Generator[Any, Any, None]:
+        """Wait until set: parked when started inline (no checkpoint), else as
+        :meth:`trio.Event.wait` (a checkpoint even when set).
+
+        Cancellation: in a task, as :meth:`trio.Event.wait`; a parked coroutine
+        is not in one (its caller decides, see :meth:`Parked.then`).
+        """
+        if _inline:
+            if not self._flag:
+                yield self  # to _step: parked until set
+            return
+        event = self._event
+        if event is None:
+            event = self._event = trio.Event()
+            if self._flag:
+                event.set()
+        yield from event.wait().__await__()
+
+    def _then(self, resume: Callable[[], None]) -> None:
+        if self._flag:
+            resume()
+        elif self._parked is None:
+            self._parked = [resume]
+        else:
+            self._parked.append(resume)
+
+
+@final
+class Parked(Generic[T]):
+    """A coroutine started inline that waits for an :class:`InlineEvent`.
+
+    Await it in a task of its own (the wait happens there, then the rest), or
+    :meth:`then`: never both.
+    """
+
+    __slots__ = ("_context", "_coro", "_event")
+
+    def __init__(
+        self, coro: Coroutine[Any, Any, T], context: contextvars.Context, event: InlineEvent
+    ) -> None:
+        self._coro = coro
+        self._context = context
+        self._event = event
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        return _after(self._event, self._coro, self._context)
+
+    def then(self, resume: Callable[[Parked[T]], None]) -> None:
+        """Call ``resume(self)`` once the event is set (at once if it is), in the task that
+        sets it and in the coroutine's context; there :meth:`step` runs it on."""
+        self._event._then(lambda: self._context.run(resume, self))
+
+    def step(self) -> tuple[bool, T | Awaitable[T]]:
+        """Run the coroutine on, as :func:`run_inline` started it (and with its answer):
+        only in the callback of :meth:`then`."""
+        return _step(self._coro, self._context, enter=False)
+
+
+def _after(
+    event: InlineEvent, coro: Coroutine[Any, Any, T], context: contextvars.Context
+) -> Generator[Any, Any, T]:
+    """A parked coroutine's rest in a task: the wait (its cancellation goes into the
+    coroutine, where it waited), then the rest of it. (A plain generator: what
+    ``__await__`` returns may not be a coroutine.)"""
+    error: BaseException | None = None
+    try:
+        yield from event.wait()
+    except BaseException as exc:
+        error = exc
+    return (yield from _rest(coro, context, error=error))
 
 
 @types.coroutine
 def _rest(
-    coro: Coroutine[Any, Any, T], context: contextvars.Context, waiting: Any = _STEP
+    coro: Coroutine[Any, Any, T],
+    context: contextvars.Context,
+    waiting: Any = _STEP,
+    error: BaseException | None = None,
 ) -> Generator[Any, Any, T]:
     """The rest of a coroutine that left the reader, stepped in its own context;
-    ``waiting``: the Trio trap its last step reached, to be yielded first."""
+    ``waiting``: the Trio trap its last step reached, to be yielded first; ``error``:
+    to be thrown in first."""
     value: Any = None
-    error: BaseException | None = None
     signal = waiting
     while True:
         if signal is _STEP:

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from trio_mcp import ConnectionClosed, McpError, RemoteError, RemoteProtocolError
-from trio_mcp._inline import leave_reader
+from trio_mcp._inline import InlineEvent, Parked, leave_reader, run_inline
 from trio_mcp.peer._messages import (
     ErrorData,
     ErrorResponse,
@@ -458,6 +458,104 @@ async def test_session_inline_handler_may_defer_to_a_cancellable_task() -> None:
         await ends.to_peer.send(Request(2, "nothing/here"))
         reply = await _next(ends)  # the cancelled request got no answer
         assert isinstance(reply, ErrorResponse) and reply.id == 2
+
+
+async def test_session_parked_request_is_answered_by_the_task_that_sets_its_event() -> None:
+    """An inline handler that waits for an InlineEvent (a create waiting for its batch)
+    has no task of its own: it goes on, and is answered, in the task that sets it, in
+    its own context; meanwhile it is in flight (its id taken, cancellable)."""
+    event = InlineEvent()
+    seen: list[Any] = []
+    flag: contextvars.ContextVar[int] = contextvars.ContextVar("flag", default=0)
+
+    async def batched(req: Request) -> dict[str, Any]:
+        flag.set(req.id)  # type: ignore[arg-type]
+        await event.wait()
+        seen.append((current_request_id.get(), flag.get(), trio.lowlevel.current_task().name))
+        if req.params:
+            await leave_reader()  # the rest needs a task: it gets one
+            await trio.lowlevel.checkpoint()
+        return {"ok": req.id}
+
+    async def setter() -> None:
+        event.set()
+
+    async with running_session(request_handlers={"b": batched}, inline={"b"}) as (
+        session, ends
+    ):
+        await ends.to_peer.send(Request(1, "b"))
+        await ends.to_peer.send(Request(2, "b", {"task": True}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert set(session._inflight) == {1, 2} and not seen
+        await ends.to_peer.send(Request(1, "b"))  # its id is in use while it waits
+        reply = await _next(ends)
+        assert isinstance(reply, ErrorResponse) and reply.error.code == -32600
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(setter, name="the setter")
+        replies = [await _next(ends), await _next(ends)]
+        assert sorted(r.result["ok"] for r in replies) == [1, 2]
+        assert [s[:2] for s in seen] == [(1, 1), (2, 2)]
+        assert all("setter" in s[2] for s in seen)
+        assert flag.get() == 0 and not session._inflight
+
+
+async def test_session_parked_request_cancelled_meanwhile_is_never_answered() -> None:
+    """Cancelled while parked: it sees the cancellation at its wait (in a task of its
+    own, once the event is set) and is never answered."""
+    event = InlineEvent()
+    stopped: list[str] = []
+
+    async def batched(req: Request) -> dict[str, Any]:
+        try:
+            await event.wait()
+        except trio.Cancelled:
+            stopped.append("cancelled")
+            raise
+        return {"ok": req.id}
+
+    async with running_session(request_handlers={"b": batched}, inline={"b"}) as (
+        session, ends
+    ):
+        await ends.to_peer.send(Request(1, "b"))
+        await trio.testing.wait_all_tasks_blocked()
+        await ends.to_peer.send(Notification("notifications/cancelled", {"requestId": 1}))
+        await trio.testing.wait_all_tasks_blocked()
+        event.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert stopped == ["cancelled"] and not session._inflight
+        await ends.to_peer.send(Request(2, "nothing/here"))
+        reply = await _next(ends)  # the cancelled request got no answer
+        assert isinstance(reply, ErrorResponse) and reply.id == 2
+
+
+async def test_inline_event_parks_inline_and_waits_in_a_task() -> None:
+    """A coroutine started inline that waits for an unset InlineEvent is Parked: it can
+    be awaited in a task (its wait there) as well as called back; a waiter in a task
+    waits as on a trio.Event."""
+    event = InlineEvent()
+
+    async def waiter() -> str:
+        await event.wait()
+        return "done"
+
+    done, parked = run_inline(waiter())
+    assert not done and isinstance(parked, Parked)
+    got: list[str] = []
+
+    async def in_task() -> None:
+        got.append(await parked)
+
+    async def plain() -> None:
+        got.append(await waiter())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(in_task)
+        nursery.start_soon(plain)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not got
+        event.set()
+    assert got == ["done", "done"]
+    assert run_inline(waiter()) == (True, "done")  # set: no wait at all inline
 
 
 async def test_session_inline_answers_wait_for_room_when_the_bus_is_full() -> None:

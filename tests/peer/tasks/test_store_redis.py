@@ -154,6 +154,29 @@ async def test_redis_records_round_trip(redis_url: str) -> None:
             await store.create(_record("t-2"), max_live=10)
 
 
+async def test_redis_many_scripts_keep_every_string_byte_for_byte(redis_url: str) -> None:
+    """create_many and update_many pass their records as one JSON argument (cjson in the
+    script): messages, outcomes and owners with quotes, escapes, NUL, non-ASCII and
+    astral characters come back exactly, as through the one-record scripts."""
+    odd = 'q"uo\\te \x00 nul \n\t é \u2028 😀 [1,2] {"a":1e400}'
+    async with opened(redis_url) as (store, _):
+        owner = 'o"w\\n\x00er é 😀'  # (no braces: Redis Cluster's hash tags)
+        records = [_record(f"odd-{i}", owner=f"{owner}-{i % 2}") for i in range(5)]
+        for r in records:
+            r.status_message = f"{odd} {r.task_id}"
+        assert all(isinstance(seq, int) for seq in await store.create_many(records, max_live=9))
+        for r in records:
+            r.status, r.last_updated_at = TaskStatus.COMPLETED, now_iso()
+            r.outcome = {"content": [{"type": "text", "text": odd}], "n": 12345678901234567890}
+        assert await store.update_many(records) == [True] * 5
+        for r in records:
+            got = await store.get(r.task_id)
+            assert got is not None and (got.owner, got.status_message) == (
+                r.owner, r.status_message
+            )
+            assert got.status is TaskStatus.COMPLETED and got.outcome == r.outcome
+
+
 async def test_redis_cancel_wins_over_a_later_update(redis_url: str) -> None:
     async with opened(redis_url, run=False) as (a, _), opened(redis_url, run=False) as (b, _):
         record = _record("t-1")

@@ -50,7 +50,7 @@ from ..._errors import (
     ConnectionClosed,
     McpError,
 )
-from ..._inline import ReaderTask, in_context, run_inline
+from ..._inline import Parked, ReaderTask, in_context, run_inline
 from .._messages import (
     ErrorData,
     ErrorResponse,
@@ -316,6 +316,11 @@ class Session(Outbound):
             later = _answer_at_once(self, req, handler)
             if later is None:
                 return
+            if type(later) is Parked:  # it waits for another task's work: no task of its own
+                # (its scope, never entered, only marks a cancellation: see _resume)
+                scope = self._inflight[req.id] = trio.CancelScope()
+                later.then(partial(self._resume, req, scope))
+                return
             work: Awaitable[Any] = later  # it must wait: the rest is the request's own task
         else:
             work = handler(req)
@@ -428,6 +433,51 @@ class Session(Outbound):
             if after_send is not None:
                 current_request_id.set(None)  # e.g. a task's actor: it outlives the request
                 after_send()
+
+    def _resume(self, req: Request, scope: trio.CancelScope, parked: Parked[Any]) -> None:
+        """Go on with a parked request (see ``trio_mcp._inline.InlineEvent``), in the task
+        that set the event it waited for and in the request's context: answer it there
+        when it returns without waiting again, as :func:`_answer_at_once` does.
+
+        A request cancelled meanwhile (``notifications/cancelled``, the connection
+        closing) goes on in a task of its own inside ``scope``, where it sees the
+        cancellation at the wait, as a request waiting in its own task does.
+        """
+        if scope.cancel_called:
+            self._serve_soon(req, parked, scope)
+            return
+        try:
+            done, out = parked.step()
+        except Exception as exc:
+            answered: Answered = (_failure(req, exc), None)
+        else:
+            if not done:
+                if type(out) is Parked:
+                    out.then(partial(self._resume, req, scope))
+                else:
+                    self._serve_soon(req, out, scope)
+                return
+            answered = _answer(req, out)
+            if _telemetry.active is not None:
+                answered = _in_span(answered)  # type: ignore[assignment]
+        del self._inflight[req.id]
+        self.uncancellable.discard(req.id)
+        reply, after_send = answered
+        # Answers of one batch, sent one after another, are joined into one write.
+        if not self.try_send(reply, req.method, soon=bool(self._inflight)):
+            self._reply_soon(reply, req.method, after_send)
+        elif after_send is not None:
+            current_request_id.set(None)  # e.g. a task's actor: it outlives the request
+            after_send()
+
+    def _serve_soon(self, req: Request, work: Awaitable[Any], scope: trio.CancelScope) -> None:
+        """The rest of ``req`` in a task of its own (nothing, once the connection is gone)."""
+        try:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._serve, req, work, scope, name=req.method)
+        except RuntimeError:  # the nursery is closed: nobody to answer
+            self._inflight.pop(req.id, None)
+            self.uncancellable.discard(req.id)
 
     # --- notifications in ----------------------------------------------------------------
 

@@ -38,7 +38,7 @@ import attrs
 import trio
 
 from ..._errors import ConnectionClosed, McpError, RemoteError
-from ..._inline import leave_reader
+from ..._inline import InlineEvent, leave_reader
 from .._messages import TaskStatus
 from ._actor import PUSH_FALLBACK_POLLS, TaskActor
 from ._connection import TaskConnection
@@ -93,7 +93,8 @@ class Cluster:
         self._send, self._receive = trio.open_memory_channel[_Write](math.inf)
         self._queued = 0
         self._stored = 0
-        self._progress = trio.Event()
+        #: Set (and replaced) after each write attempt, stored or failed: settle()'s wake-up.
+        self._progress = InlineEvent()
         self._failing: str | None = None
         self._waiters: dict[str, trio.Event] = {}
         self._keys = itertools.count(1)
@@ -138,11 +139,11 @@ class Cluster:
             McpError: -32000 at the owner's live-task cap (counted over every
                 process, atomically); -32603 when the store is unavailable.
         """
-        await leave_reader()
         try:
-            if self._creates.running:
+            if self._creates.running:  # (started inline, it waits for its batch there)
                 record.seq = await self._creates.create(record, max_live)
             else:
+                await leave_reader()
                 record.seq = await self.store.create(record, max_live=max_live)
         except CapReached:
             raise live_cap_reached(record.owner, max_live) from None
@@ -165,21 +166,30 @@ class Cluster:
     async def settle(self) -> None:
         """Wait until every change queued so far is in the store.
 
+        Started inline (``trio_mcp._inline``), it waits without a task: the
+        writer's task goes on with it once they are stored.
+
         Raises:
             McpError: -32603 when the store has not taken them within
-                :data:`SETTLE_TIMEOUT` seconds (they are kept and retried).
+                :data:`SETTLE_TIMEOUT` seconds (they are kept and retried;
+                the wait is checked after each write attempt, so it gives up
+                within one store call, at most ``op_timeout``, of the bound).
 
         Cancellation: stops waiting; the writes go on.
         """
         target = self._queued
         if self._stored >= target:
             return
-        await leave_reader()
-        with trio.move_on_after(SETTLE_TIMEOUT):
-            while self._stored < target:
-                await self._progress.wait()
-            return
-        raise store_unavailable(self._failing or "writes are not getting through")
+        give_up = trio.current_time() + SETTLE_TIMEOUT
+        while self._stored < target:
+            if trio.current_time() >= give_up:
+                raise store_unavailable(self._failing or "writes are not getting through")
+            await self._progress.wait()
+
+    def _attempted(self) -> None:
+        """A write attempt ended (stored or failed): settle()'s waiters look again."""
+        progress, self._progress = self._progress, InlineEvent()
+        progress.set()
 
     async def _writer(self) -> None:
         """Store the queued changes in order: a run of status writes in one round trip."""
@@ -196,8 +206,7 @@ class Cluster:
             updates = [item[1] for item in batch if item[0] == "update"]
             await self._store_retrying(updates, batch[-1] if batch[-1][0] == "delete" else None)
             self._stored += len(batch)
-            self._progress.set()
-            self._progress = trio.Event()
+            self._attempted()
             for record in updates:
                 self.wake(record.task_id)
 
@@ -219,6 +228,7 @@ class Cluster:
                 if self._failing is None:
                     log.warning("task store write failed, retrying: %s", exc.message)
                 self._failing = exc.message
+                self._attempted()  # (waiters past SETTLE_TIMEOUT give up)
                 await trio.sleep(_RETRY_SECONDS)
                 continue
             break
@@ -420,8 +430,14 @@ class Cluster:
         Meanwhile the task's input requests queued in the store are taken
         and sent over ``peer``, and their answers stored for the actor.
         """
-        await leave_reader()
         hint = self._hint(task_id)
+        # Started inline, a task this process stored as terminal is answered without a
+        # task: settle() parks until the writer has stored it, and it is read here.
+        await self.settle()
+        record = self._final.get(task_id)
+        if record is not None and record.deadline > trio.current_time():
+            return owned(record, owner, task_id)
+        await leave_reader()
         record = await self._current(owner, task_id)
         if record.status.is_terminal:
             return record

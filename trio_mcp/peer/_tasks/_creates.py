@@ -6,6 +6,10 @@ joins the open batch and waits; the batcher's task sends the batch once the task
 that are ready have run (while one batch is in flight, the next one fills). Each
 create still gets its own answer (its sequence number, or the cap or the error),
 and is acknowledged only once the store holds it.
+
+A create started inline (``tools/call`` read by the session) waits for its batch
+without a Trio task of its own (:class:`~trio_mcp._inline.InlineEvent`): once the
+batch is stored, the batcher's task runs each request on and sends its answer.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Final, final
 
 import trio
 
+from ..._inline import InlineEvent
 from ._shared import store_unavailable
 from ._store import TaskRecord
 
@@ -35,7 +40,7 @@ class _Waiter:
     def __init__(self, record: TaskRecord, max_live: int) -> None:
         self.record = record
         self.max_live = max_live
-        self.done = trio.Event()
+        self.done = InlineEvent()
         self.answer: int | BaseException | None = None
 
 

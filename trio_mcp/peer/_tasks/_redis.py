@@ -510,7 +510,7 @@ class RedisTaskStore:
             Each record's seq, or the :class:`CapReached` or :class:`ValueError`
             it would have raised.
         """
-        now, args = _now_ms(), []
+        now = _now_ms()
         answers: list[Any]
         if self._slots is not None:
             creates = [_create_args(self, record, max_live, now) for record in records]
@@ -518,10 +518,8 @@ class RedisTaskStore:
                 lambda steps, c: steps.create_many(c, creates, max_live, now)
             )
         else:
-            for record in records:
-                one = _create_args(self, record, max_live, now)
-                args += [str(len(one)), *one]
-            answers = await self._script("create_many", *args)
+            rows = [_create_args(self, record, max_live, now) for record in records]
+            answers = await self._script("create_many", _json_rows(rows))
         out: list[int | Exception] = []
         for record, seq in zip(records, answers, strict=True):
             try:
@@ -560,13 +558,12 @@ class RedisTaskStore:
 
     async def update_many(self, records: Sequence[TaskRecord]) -> list[bool]:
         """:meth:`update` for each record, in order, in one round trip (one script)."""
-        now, args = _now_ms(), []
+        now = _now_ms()
+        updates = [_update_args(record, now) for record in records]
         if self._slots is not None:
-            updates = [_update_args(record, now) for record in records]
             return await self._steps(lambda steps, c: steps.update_many(c, updates))
-        for record in records:
-            args += _update_args(record, now)
-        return [bool(applied) for applied in await self._script("update_many", *args)]
+        applied = await self._script("update_many", _json_rows(updates))
+        return [bool(one) for one in applied]
 
     async def cancel(self, task_id: str, message: str, updated_at: str) -> TaskRecord | None:
         """Move a non-terminal task to ``cancelled``; return the record after."""
@@ -678,6 +675,11 @@ def _created(record: TaskRecord, max_live: int, seq: int) -> int:
     if seq == -2:
         raise ValueError(f"task {record.task_id!r} exists")
     return seq
+
+
+#: The ``*_MANY`` scripts' records: one argument, not one per field (coredis spends
+#: about a microsecond on each argument of a command; ``cjson`` reads this in C).
+_json_rows: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _update_args(record: TaskRecord, now_ms: int) -> list[str]:

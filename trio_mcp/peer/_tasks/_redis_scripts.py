@@ -9,7 +9,9 @@ one hash tag) run as they are with the cluster's key functions (:func:`for_clust
 what spans a task, its owner and its runner is done in single-slot steps by
 :class:`~._redis_cluster.SlotSteps` with the ``C_*`` scripts below, which take
 every key they touch in ``KEYS``. A record's ``outcome`` is passed through as an
-opaque string: no script decodes JSON (``cjson`` would round numbers).
+opaque string: no script decodes its JSON (``cjson`` would round numbers). The
+``*_MANY`` scripts take their records' arguments as one JSON array of arrays of
+strings (``cjson`` gives each string back byte for byte).
 """
 
 from __future__ import annotations
@@ -209,17 +211,16 @@ end
 #: task is never left in the runs set of an instance nobody sweeps.
 CREATE: Final = _PRELUDE + _CREATE_ONE + "\nreturn create({unpack(ARGV, 2)})\n"
 
-#: ARGV: P, then per record: its count of arguments, then CREATE's arguments after P.
-#: Returns each record's answer (as CREATE's), in order: many creates, one round trip.
+#: ARGV: P, then a JSON array holding, per record, the array of CREATE's arguments
+#: after P (all strings). Returns each record's answer (as CREATE's), in order: many
+#: creates, one round trip, and two arguments (a client's cost grows with each one).
 CREATE_MANY: Final = (
     _PRELUDE
     + _CREATE_ONE
     + """
-local out, i = {}, 2
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  out[#out + 1] = create({unpack(ARGV, i + 1, i + n)})
-  i = i + n + 1
+local out = {}
+for _, a in ipairs(cjson.decode(ARGV[2])) do
+  out[#out + 1] = create(a)
 end
 return out
 """
@@ -255,15 +256,16 @@ end
 #: Returns 1 if applied (or this very write was already applied), else 0.
 UPDATE: Final = _PRELUDE + _UPDATE_ONE + "\nreturn update(unpack(ARGV, 2, 9))\n"
 
-#: ARGV: P, then UPDATE's 8 arguments after P for each record. Returns each
-#: record's answer (as UPDATE's), in order: many status writes, one round trip.
+#: ARGV: P, then a JSON array holding, per record, the array of UPDATE's 8 arguments
+#: after P (all strings). Returns each record's answer (as UPDATE's), in order: many
+#: status writes, one round trip.
 UPDATE_MANY: Final = (
     _PRELUDE
     + _UPDATE_ONE
     + """
 local out = {}
-for i = 2, #ARGV, 8 do
-  out[#out + 1] = update(unpack(ARGV, i, i + 7))
+for _, u in ipairs(cjson.decode(ARGV[2])) do
+  out[#out + 1] = update(unpack(u, 1, 8))
 end
 return out
 """

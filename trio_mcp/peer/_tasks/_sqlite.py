@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import trio
 
 from ..._errors import INTERNAL_ERROR, McpError
-from ..._inline import leave_reader
+from ..._inline import InlineEvent
 from .._messages import TaskStatus
 from ._codec import outcome_from_json, outcome_to_json
 from ._rerun import exhausted_message, rerun_message
@@ -136,7 +136,7 @@ class SqliteTaskStore:
         self._pending: list[tuple[Any, ...]] = []  # changes not committed yet, in order
         self._queued = 0  # changes made
         self._done = 0  # changes committed
-        self._committed = trio.Event()  # set (and replaced) at every commit
+        self._committed = InlineEvent()  # set (and replaced) at every commit
         self._kick: trio.Event | None = None
         self._failure: str | None = None
         self._flusher: trio.CancelScope | None = None
@@ -273,8 +273,8 @@ class SqliteTaskStore:
         """
         target = self._queued
         give_up = math.inf  # no timer while commits succeed: the flusher wakes us
-        if self._done < target:
-            await leave_reader()  # started inline (trio_mcp._inline): wait in a task
+        # Started inline (trio_mcp._inline), it waits without a task: the flusher's
+        # task goes on with it after the commit.
         while self._done < target:
             if self._conn is None:  # closed with changes it could not commit
                 break
@@ -349,7 +349,7 @@ class SqliteTaskStore:
         return True
 
     def _wake_waiters(self) -> None:
-        committed, self._committed = self._committed, trio.Event()
+        committed, self._committed = self._committed, InlineEvent()
         committed.set()
 
     def _checkpoint(self) -> None:

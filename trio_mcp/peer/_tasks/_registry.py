@@ -87,9 +87,6 @@ class TaskRegistry(TaskLedger):
         )
         #: With a store shared by processes: the cross-process half (else None).
         self.cluster: Cluster | None = self.side if isinstance(self.side, Cluster) else None
-        # The store as a RerunStore, or None: asked once (a runtime protocol's isinstance
-        # costs more than the rest of a memory store's create).
-        self._reruns = rerun_store(self.store)
         self.mirror = self.side
         #: What the actors ask their requestors through (the cluster, if any).
         self.input_relay = self.cluster

@@ -71,6 +71,12 @@ _STEP: Final = object()
 _inline = False
 
 
+def started_inline() -> bool:
+    """True in a coroutine :func:`run_inline` is stepping (no Trio task of its own:
+    it may park on an :class:`InlineEvent`, but no timer can wake it)."""
+    return _inline
+
+
 @types.coroutine
 def leave_reader() -> Generator[Any, Any, None]:
     """Leave the reader's task before waiting: a no-op unless run by :func:`run_inline`.

@@ -38,7 +38,7 @@ import attrs
 import trio
 
 from ..._errors import ConnectionClosed, McpError, RemoteError
-from ..._inline import InlineEvent, leave_reader
+from ..._inline import InlineEvent, leave_reader, started_inline
 from .._messages import TaskStatus
 from ._actor import PUSH_FALLBACK_POLLS, TaskActor
 from ._connection import TaskConnection
@@ -64,6 +64,7 @@ log = logging.getLogger("trio_mcp.tasks")
 #: request gets the "store unavailable" error (the writes go on being retried).
 SETTLE_TIMEOUT: Final = 5.0
 _RETRY_SECONDS: Final = 0.5
+_NO_TIMER: Final = contextlib.nullcontext()
 #: The most status writes the writer sends in one round trip.
 _BATCH: Final = 256
 #: The most terminal records kept after this process stored them (tasks/result and
@@ -181,10 +182,16 @@ class Cluster:
         if self._stored >= target:
             return
         give_up = trio.current_time() + SETTLE_TIMEOUT
-        while self._stored < target:
-            if trio.current_time() >= give_up:
-                raise store_unavailable(self._failing or "writes are not getting through")
-            await self._progress.wait()
+        # In a task, a timer bounds the wait even when no write attempt ends (the
+        # writer stopped: a process shutting down); parked, the writer wakes it.
+        with trio.move_on_after(SETTLE_TIMEOUT) if not started_inline() else _NO_TIMER:
+            while self._stored < target:
+                if trio.current_time() >= give_up:
+                    break
+                await self._progress.wait()
+            else:
+                return
+        raise store_unavailable(self._failing or "writes are not getting through")
 
     def _attempted(self) -> None:
         """A write attempt ended (stored or failed): settle()'s waiters look again."""

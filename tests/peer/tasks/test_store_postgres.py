@@ -315,14 +315,17 @@ async def test_postgres_expired_rows_read_as_gone_and_are_purged_in_batches(
 ) -> None:
     async with opened(postgres_url, run=False) as (store, _):
         store.purge_batch = 3
+        # a TTL long enough that a loaded machine reads short-0 before its deadline
+        # (200 ms was not, once, in CI), then a sleep to just past that deadline
+        made = trio.current_time()
         for i in range(7):
-            await store.create(_record(f"short-{i}", ttl=200), max_live=100)
+            await store.create(_record(f"short-{i}", ttl=1_000), max_live=100)
+        assert (await store.get("short-0")).task_id == "short-0"
         await store.push_input("short-0", InputItem("1", "roots/list", {}))
         await store.answer_input("short-0", "1", InputAnswer(result={}))
         await store.create(_record("long"), max_live=100)
         await store.create(_record("never", ttl=None), max_live=100)
-        assert (await store.get("short-0")).task_id == "short-0"
-        await trio.sleep(0.3)
+        await trio.sleep_until(made + 1.1)
         assert await store.get("short-0") is None
         assert [r.task_id for r in (await store.page("alice", 0, 10))[0]] == ["long", "never"]
         assert await store.terminal_among(["short-1", "long"]) == {"short-1"}

@@ -46,6 +46,7 @@ import contextvars
 import logging
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
+from functools import partial
 from typing import Any, Final, Generic, TypeVar, cast, final
 
 import trio
@@ -189,16 +190,20 @@ class InlineEvent:
         else:
             self._parked.append(resume)
 
+    def _forget(self, resume: Callable[[], None]) -> None:
+        if self._parked is not None and resume in self._parked:
+            self._parked.remove(resume)
+
 
 @final
 class Parked(Generic[T]):
     """A coroutine started inline that waits for an :class:`InlineEvent`.
 
     Await it in a task of its own (the wait happens there, then the rest), or
-    :meth:`then`: never both.
+    :meth:`then`: never both (unless :meth:`recall` took the callback back first).
     """
 
-    __slots__ = ("_context", "_coro", "_event")
+    __slots__ = ("_callback", "_context", "_coro", "_event")
 
     def __init__(
         self, coro: Coroutine[Any, Any, T], context: contextvars.Context, event: InlineEvent
@@ -206,6 +211,7 @@ class Parked(Generic[T]):
         self._coro = coro
         self._context = context
         self._event = event
+        self._callback: Callable[[], None] | None = None
 
     def __await__(self) -> Generator[Any, Any, T]:
         return _after(self._event, self._coro, self._context)
@@ -213,7 +219,16 @@ class Parked(Generic[T]):
     def then(self, resume: Callable[[Parked[T]], None]) -> None:
         """Call ``resume(self)`` once the event is set (at once if it is), in the task that
         sets it and in the coroutine's context; there :meth:`step` runs it on."""
-        self._event._then(lambda: self._context.run(resume, self))
+        self._callback = callback = partial(self._context.run, resume, self)
+        self._event._then(callback)
+
+    def recall(self) -> None:
+        """Take back :meth:`then`'s callback before it is called (it never will be), to
+        await the coroutine in a task after all: e.g. a request cancelled while it
+        waits, which should see its cancellation now, not when the event is set."""
+        if self._callback is not None:
+            self._event._forget(self._callback)
+            self._callback = None
 
     def step(self) -> tuple[bool, T | Awaitable[T]]:
         """Run the coroutine on, as :func:`run_inline` started it (and with its answer):

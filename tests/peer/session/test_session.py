@@ -500,8 +500,11 @@ async def test_session_parked_request_is_answered_by_the_task_that_sets_its_even
 
 
 async def test_session_parked_request_cancelled_meanwhile_is_never_answered() -> None:
-    """Cancelled while parked: it sees the cancellation at its wait (in a task of its
-    own, once the event is set) and is never answered."""
+    """Cancelled while parked: it sees the cancellation at its wait at once (moved to a
+    task of its own, not left until the event is set, which may be an hour away for a
+    ``tasks/result``), its id is free again, and it is never answered (MCP 2025-11-25,
+    basic/utilities/cancellation: the receiver SHOULD stop processing the cancelled
+    request and not send a response)."""
     event = InlineEvent()
     stopped: list[str] = []
 
@@ -520,11 +523,16 @@ async def test_session_parked_request_cancelled_meanwhile_is_never_answered() ->
         await trio.testing.wait_all_tasks_blocked()
         await ends.to_peer.send(Notification("notifications/cancelled", {"requestId": 1}))
         await trio.testing.wait_all_tasks_blocked()
-        event.set()
+        assert stopped == ["cancelled"] and not session._inflight  # the event is not set
+        await ends.to_peer.send(Request(1, "b"))  # its id is free: parked again, no -32600
         await trio.testing.wait_all_tasks_blocked()
+        assert set(session._inflight) == {1}
+        event.set()
+        reply = await _next(ends)  # the second request 1's answer, the first got none
+        assert isinstance(reply, Response) and reply.id == 1 and reply.result == {"ok": 1}
         assert stopped == ["cancelled"] and not session._inflight
         await ends.to_peer.send(Request(2, "nothing/here"))
-        reply = await _next(ends)  # the cancelled request got no answer
+        reply = await _next(ends)
         assert isinstance(reply, ErrorResponse) and reply.id == 2
 
 

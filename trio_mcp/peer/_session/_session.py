@@ -134,6 +134,10 @@ class Session(Outbound):
     on_close: list[Callable[[], None]] = attrs.field(factory=list)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _inflight: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    #: The in-flight requests parked on another task's work (see :meth:`_resume`).
+    _parked: dict[RequestId, tuple[Request, Parked[Any]]] = attrs.field(
+        factory=dict, init=False
+    )
     _replying: int = attrs.field(default=0, init=False)
     _idle: bool = attrs.field(default=False, init=False)
 
@@ -170,6 +174,8 @@ class Session(Outbound):
         self.bus.outgoing.close()
         for scope in self._inflight.values():  # those in a reader's task too
             scope.cancel()
+        for request_id in list(self._parked):  # they see it now, not when their event is set
+            self._unpark(request_id)
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
@@ -319,6 +325,7 @@ class Session(Outbound):
             if type(later) is Parked:  # it waits for another task's work: no task of its own
                 # (its scope, never entered, only marks a cancellation: see _resume)
                 scope = self._inflight[req.id] = trio.CancelScope()
+                self._parked[req.id] = req, later
                 later.then(partial(self._resume, req, scope))
                 return
             work: Awaitable[Any] = later  # it must wait: the rest is the request's own task
@@ -440,9 +447,13 @@ class Session(Outbound):
         when it returns without waiting again, as :func:`_answer_at_once` does.
 
         A request cancelled meanwhile (``notifications/cancelled``, the connection
-        closing) goes on in a task of its own inside ``scope``, where it sees the
-        cancellation at the wait, as a request waiting in its own task does.
+        closing) was moved at once to a task of its own inside its cancelled
+        ``scope`` (:meth:`_unpark`), where it sees the cancellation at the wait, as
+        a request waiting in its own task does: a ``tasks/result`` parked on a
+        task that runs for an hour is not kept for the hour.
         """
+        if self._parked.pop(req.id, None) is None:
+            return  # moved to a task of its own meanwhile (its callback was recalled)
         if scope.cancel_called:
             self._serve_soon(req, parked, scope)
             return
@@ -453,6 +464,7 @@ class Session(Outbound):
         else:
             if not done:
                 if type(out) is Parked:
+                    self._parked[req.id] = req, out
                     out.then(partial(self._resume, req, scope))
                 else:
                     self._serve_soon(req, out, scope)
@@ -469,6 +481,12 @@ class Session(Outbound):
         elif after_send is not None:
             current_request_id.set(None)  # e.g. a task's actor: it outlives the request
             after_send()
+
+    def _unpark(self, request_id: RequestId) -> None:
+        """Move a parked request, cancelled, to a task of its own now (see :meth:`_resume`)."""
+        req, parked = self._parked.pop(request_id)
+        parked.recall()
+        self._serve_soon(req, parked, self._inflight[request_id])
 
     def _serve_soon(self, req: Request, work: Awaitable[Any], scope: trio.CancelScope) -> None:
         """The rest of ``req`` in a task of its own (nothing, once the connection is gone)."""
@@ -490,6 +508,8 @@ class Session(Outbound):
             if scope is not None and request_id not in self.uncancellable:
                 log.debug("request %r cancelled by the peer: %s", request_id, params.get("reason"))
                 scope.cancel()
+                if request_id in self._parked:
+                    self._unpark(request_id)
         elif method == "notifications/progress":
             _on_progress(self, note.params or {})
         else:

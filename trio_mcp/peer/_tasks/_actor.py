@@ -13,6 +13,7 @@ import trio
 
 from ... import _telemetry
 from ..._errors import INTERNAL_ERROR, ConnectionClosed, McpError, RemoteError
+from ..._inline import InlineEvent, leave_reader
 from .._messages import ErrorData, Task, TaskStatus, related_task_meta
 from ._connection import TaskConnection
 from ._shared import InputRelay
@@ -212,7 +213,9 @@ class TaskActor:
     _inputs: _InputChannel | None = None
     #: Set (and dropped) when the task ends or its first input request is
     #: queued: what :meth:`wait_done` waits on. Made only while someone waits.
-    _changed: trio.Event | None = None
+    #: An :class:`~trio_mcp._inline.InlineEvent`: a ``tasks/result`` started in the
+    #: reader's task waits for it parked, with no Trio task of its own.
+    _changed: InlineEvent | None = None
     #: How the task's questions travel to its requestor (its era's choice, made by
     #: whoever created the task): pushed as requests, or pulled (``PulledInputs``).
     questions: TaskQuestions = PUSHED
@@ -410,16 +413,19 @@ class TaskActor:
 
         What ``tasks/result`` does while the task runs. Until the task asks
         for input, this only waits on one event: no nursery and no Trio task
-        for :meth:`serve_inputs` (most tasks never ask).
+        for :meth:`serve_inputs` (most tasks never ask). Started inline
+        (:mod:`trio_mcp._inline`), it waits parked on that event and goes on in
+        the task that ends the task (or asks its first question).
 
         Cancellation: stops waiting (and serving); the task is unaffected.
         """
         while not self._finished and self._inputs is None:
             if self._changed is None:
-                self._changed = trio.Event()
+                self._changed = InlineEvent()
             await self._changed.wait()
         if self._finished:
             return
+        await leave_reader()  # the nursery is a task's own
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.serve_inputs, peer)
             await self.done.wait()

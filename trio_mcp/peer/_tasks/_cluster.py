@@ -97,7 +97,9 @@ class Cluster:
         #: Set (and replaced) after each write attempt, stored or failed: settle()'s wake-up.
         self._progress = InlineEvent()
         self._failing: str | None = None
-        self._waiters: dict[str, trio.Event] = {}
+        #: Per task: set (and dropped) at its next change here (status stored, question
+        #: queued, hint, actor ended); a tasks/result started inline parks on it.
+        self._waiters: dict[str, InlineEvent] = {}
         self._keys = itertools.count(1)
         # Who delivered an input request answered in this process: its actor's
         # ask() returns that connection (a nested task is followed there).
@@ -269,13 +271,18 @@ class Cluster:
         if event is not None:
             event.set()
 
-    def _hint(self, task_id: str) -> trio.Event:
+    def _hint(self, task_id: str) -> InlineEvent:
         event = self._waiters.get(task_id)
         if event is None:
-            event = self._waiters[task_id] = trio.Event()
+            event = self._waiters[task_id] = InlineEvent()
         return event
 
-    async def _sleep_on(self, event: trio.Event, seconds: float) -> bool:
+    def released(self, task_id: str) -> None:
+        """The task's local actor ended (with or without a status change): its waiters
+        look again (one parked on the actor now reads the store)."""
+        self.wake(task_id)
+
+    async def _sleep_on(self, event: InlineEvent, seconds: float) -> bool:
         """Wait for ``event`` (at most ``seconds``, ``hint_seconds``); True if it came."""
         with trio.move_on_after(min(seconds, self.store.hint_seconds)):
             await event.wait()
@@ -442,6 +449,22 @@ class Cluster:
         # task: settle() parks until the writer has stored it, and it is read here.
         await self.settle()
         record = self._final.get(task_id)
+        actor = self._ledger.running_actor(task_id)
+        if record is None and actor is not None and started_inline():
+            # Its actor runs here: parked until it ends (its terminal status stored)
+            # or asks. Every change wakes the hint (each stored status, each question
+            # queued, the actor's end with or without a status), so no timer is needed.
+            owned(actor.record, owner, task_id)
+            while (
+                not actor.record.status.is_terminal
+                and not self._asking.get(task_id)
+                and self._ledger.running_actor(task_id) is actor
+            ):
+                await hint.wait()
+                hint = self._hint(task_id)
+            if actor.record.status.is_terminal:
+                await self.settle()
+                record = self._final.get(task_id)
         if record is not None and record.deadline > trio.current_time():
             return owned(record, owner, task_id)
         await leave_reader()

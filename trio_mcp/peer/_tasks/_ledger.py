@@ -169,6 +169,8 @@ class TaskLedger:
             if self.store.shared:
                 # The shared store keeps the record; this process only its actors.
                 self.records.delete(actor.task_id)
+            if self.mirror is not None:
+                self.mirror.released(actor.task_id)
 
     # --- lookup and expiry ----------------------------------------------------------------
 
@@ -246,12 +248,13 @@ class TaskLedger:
             self._live[record.owner] -= 1
             if not self._live[record.owner]:
                 del self._live[record.owner]
-        if actor is not None:
-            actor.scope.cancel()
-            actor.mark_done()
         self.records.delete(task_id)
         if self.mirror is not None:
             self.mirror.deleted(task_id)
+        if actor is not None:
+            actor.scope.cancel()
+            # Last: a tasks/result parked on it goes on right here, and finds it gone.
+            actor.mark_done()
         audit.info(
             "task expired id=%s context=%s status=%s", task_id, record.owner, record.status.value
         )

@@ -119,6 +119,10 @@ class RecordMirror(Protocol):
         """The record's TTL ran out here: delete it from the shared store."""
         ...
 
+    def released(self, task_id: str) -> None:
+        """The task's actor here ended (its work done, cancelled or stopped)."""
+        ...
+
 
 class InputRelay(Protocol):
     """How a task actor asks its requestor for input when tasks are shared by processes."""

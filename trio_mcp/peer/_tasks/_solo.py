@@ -20,7 +20,7 @@ from typing import final
 
 import trio
 
-from ..._inline import at_once, leave_reader
+from ..._inline import at_once
 from ._connection import TaskConnection
 from ._ledger import TaskLedger, already_terminal, audit, live_cap_reached
 from ._store import CapReached, TaskRecord, TaskStore
@@ -75,6 +75,9 @@ class Solo:
         """The record's TTL ran out: the store forgets it at once."""
         at_once(self.store.delete(task_id))
 
+    def released(self, task_id: str) -> None:
+        """An actor ended: nothing to tell (its waiters woke as it ended)."""
+
     # --- reading -----------------------------------------------------------------------
 
     async def lookup(self, owner: str, task_id: str, *, final_here: bool = False) -> TaskRecord:
@@ -120,8 +123,7 @@ class Solo:
         record = ledger.lookup(owner, task_id)
         actor = ledger.running_actor(task_id)
         if not record.status.is_terminal and actor is not None:
-            await leave_reader()
-            await actor.wait_done(peer)
+            await actor.wait_done(peer)  # parked, when started inline
             record = ledger.lookup(owner, task_id)
         await self.settle()
         return record

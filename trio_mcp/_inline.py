@@ -42,6 +42,7 @@ instead. A reader that cannot move starts each request's task as before.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import types
@@ -191,8 +192,9 @@ class InlineEvent:
             self._parked.append(resume)
 
     def _forget(self, resume: Callable[[], None]) -> None:
-        if self._parked is not None and resume in self._parked:
-            self._parked.remove(resume)
+        if self._parked is not None:
+            with contextlib.suppress(ValueError):  # (called already)
+                self._parked.remove(resume)
 
 
 @final

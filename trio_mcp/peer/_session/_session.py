@@ -454,9 +454,6 @@ class Session(Outbound):
         """
         if self._parked.pop(req.id, None) is None:
             return  # moved to a task of its own meanwhile (its callback was recalled)
-        if scope.cancel_called:
-            self._serve_soon(req, parked, scope)
-            return
         try:
             done, out = parked.step()
         except Exception as exc:

@@ -430,9 +430,13 @@ class Cluster:
         record = await self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
-        if not self._ledger.cancel_actor(task_id, requestor):
-            await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-        record = await self.lookup(owner, task_id)
+        if self._ledger.cancel_actor(task_id, requestor):
+            # The cancelled status this process stored is not read back (it cannot
+            # change once stored); the store is read only when it ended first elsewhere.
+            record = await self.lookup(owner, task_id, final_here=True)
+        else:
+            stored = await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+            record = stored if stored is not None else await self.lookup(owner, task_id)
         if record.status is not TaskStatus.CANCELLED:
             raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)

@@ -1,0 +1,72 @@
+"""``tasks/cancel`` in a store shared by processes reads the store once, not twice.
+
+MCP 2025-11-25 (basic/utilities/tasks, "Task Cancellation"): the receiver MUST move a
+non-terminal task to ``cancelled`` and answer with the task as it now is. When the
+task's actor runs in this process, the cancelled status is one this process stored
+(a conditional write that applied), so the answer is that record: the store is read
+once, to find the task, and not again after the write. Served over OS pipes by the
+real stdio transport and session, on a private Redis and a private PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import trio_mcp
+
+from tests.peer.tasks.test_store_contract import store_url
+from tests.transports.test_stdio_reader_task import served
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+async def test_cancel_of_a_task_running_here_reads_the_store_once(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    app = trio_mcp.App("cancel-reads", store=store_url(kind, request, tmp_path))
+    stopped = trio.Event()
+
+    @app.tool(task_support="optional")
+    async def forever() -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            stopped.set()
+        return "unreachable"  # pragma: no cover
+
+    async with served(app) as wire:
+        await wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "forever", "arguments": {}, "task": {"ttl": 60_000}}})  # fmt: skip
+        task_id = (await wire.receive())["result"]["task"]["taskId"]
+        await trio.testing.wait_all_tasks_blocked()
+
+        store: Any = app.registry.store
+        reads: list[str] = []
+        real_get = store.get
+
+        async def counting_get(tid: str) -> Any:
+            reads.append(tid)
+            return await real_get(tid)
+
+        store.get = counting_get
+        await wire.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel",
+                         "params": {"taskId": task_id}})  # fmt: skip
+        while True:
+            answer = await wire.receive()
+            if answer.get("id") == 2:
+                break
+        assert answer["result"]["status"] == "cancelled", answer
+        assert answer["result"]["taskId"] == task_id
+        assert reads == [task_id]  # found once; the stored cancel is not read back
+        with trio.fail_after(5):
+            await stopped.wait()  # and the work stopped
+
+        # What any process reads from the store afterwards is that same cancelled task.
+        stored = await real_get(task_id)
+        assert stored is not None and stored.status is trio_mcp.TaskStatus.CANCELLED

@@ -24,7 +24,6 @@ from ..peer._messages import (
     ALL_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
     Request,
-    Response,
 )
 from ._http_endpoint import HttpEndpoint, respond_json, wait_ended, write_sse
 from ._http_modern import caller_of, modern_post
@@ -199,7 +198,7 @@ async def initialize(
     await session.receive(item)
     with trio.CancelScope(shield=True):
         await wait_ended(stream)
-    ok = stream.answer is not None and isinstance(decode_message(stream.answer), Response)
+    ok = stream.answer is not None and stream.error_code is None  # a result, not an error
     assert session.session_id is not None
     if not ok:
         await http.end_session(session)

@@ -103,9 +103,14 @@ class HttpSession:
     opened: list[SseStream] = attrs.field(factory=list, init=False)
     #: The router waits on an empty bus (see ``_write_now``).
     _idle: bool = attrs.field(default=False, init=False)
+    #: ``store`` when it never waits (a :class:`MemoryEventStore`): events are then
+    #: routed from the sender's task, with no router pass (see ``_write_now``).
+    _store_now: MemoryEventStore | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.bus, self.ends = open_bus(context=self.identity, info=self.info)
+        if isinstance(self.store, MemoryEventStore):
+            self._store_now = self.store
         self.streams[STANDALONE] = SseStream(STANDALONE)
 
     @property
@@ -221,7 +226,7 @@ class HttpSession:
     async def _route(self) -> None:
         shortcuts = self.ends.shortcuts
         from_peer = self.ends.from_peer
-        if isinstance(self.store, MemoryEventStore):
+        if self._store_now is not None:
             shortcuts.write_now = self._write_now
         try:
             async with from_peer:
@@ -259,7 +264,7 @@ class HttpSession:
         return True
 
     async def _deliver(self, msg: Message) -> None:
-        if isinstance(self.store, MemoryEventStore):
+        if self._store_now is not None:
             self._route_now(msg)
             return
         routed = self._routed(msg)
@@ -273,13 +278,13 @@ class HttpSession:
             stream.wake()
 
     def _route_now(self, msg: Message) -> None:
-        """Route ``msg`` without waiting (the store is a :class:`MemoryEventStore`)."""
+        """Route ``msg`` without waiting (``_store_now`` is set)."""
         routed = self._routed(msg)
         if routed is None:
             return
         stream, data, is_answer = routed
-        assert isinstance(self.store, MemoryEventStore)
-        self.store.store_now(stream.stream_id, data)
+        assert self._store_now is not None
+        self._store_now.store_now(stream.stream_id, data)
         if is_answer:
             stream.end()
         else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import heapq
 import itertools
 import logging
 import math
@@ -94,8 +95,11 @@ class Cluster:
         self._send, self._receive = trio.open_memory_channel[_Write](math.inf)
         self._queued = 0
         self._stored = 0
-        #: Set (and replaced) after each write attempt, stored or failed: settle()'s wake-up.
-        self._progress = InlineEvent()
+        #: settle()'s wake-ups, by the count of queued changes each waits for: set once that
+        #: many are stored (only those: a batch wakes no waiter it did not satisfy), or
+        #: all of them after a failed attempt (each then looks at its time bound).
+        self._settling: dict[int, InlineEvent] = {}
+        self._targets: list[int] = []  # the keys of _settling, a heap
         self._failing: str | None = None
         #: Per task: set (and dropped) at its next change here (status stored, question
         #: queued, hint, actor ended); a tasks/result started inline parks on it.
@@ -175,7 +179,7 @@ class Cluster:
         Raises:
             McpError: -32603 when the store has not taken them within
                 :data:`SETTLE_TIMEOUT` seconds (they are kept and retried;
-                the wait is checked after each write attempt, so it gives up
+                the wait is checked after each failed write attempt, so it gives up
                 within one store call, at most ``op_timeout``, of the bound).
 
         Cancellation: stops waiting; the writes go on.
@@ -190,15 +194,31 @@ class Cluster:
             while self._stored < target:
                 if trio.current_time() >= give_up:
                     break
-                await self._progress.wait()
+                await self._settled(target).wait()
             else:
                 return
         raise store_unavailable(self._failing or "writes are not getting through")
 
-    def _attempted(self) -> None:
-        """A write attempt ended (stored or failed): settle()'s waiters look again."""
-        progress, self._progress = self._progress, InlineEvent()
-        progress.set()
+    def _settled(self, target: int) -> InlineEvent:
+        """The event set once ``target`` queued changes are stored (or an attempt fails)."""
+        event = self._settling.get(target)
+        if event is None:
+            event = self._settling[target] = InlineEvent()
+            heapq.heappush(self._targets, target)
+        return event
+
+    def _attempted(self, *, failed: bool = False) -> None:
+        """A write attempt ended: wake the settle() waiters it satisfied; after a failure,
+        all of them (each looks at its bound, and waits again for a new event)."""
+        if failed:
+            waiting, self._settling, self._targets = self._settling, {}, []
+            for event in waiting.values():
+                event.set()
+            return
+        targets, settling, stored = self._targets, self._settling, self._stored
+        while targets and targets[0] <= stored:
+            # Popped before it is set: a waiter going on here may settle() again.
+            settling.pop(heapq.heappop(targets)).set()
 
     async def _writer(self) -> None:
         """Store the queued changes in order: a run of status writes in one round trip."""
@@ -237,7 +257,7 @@ class Cluster:
                 if self._failing is None:
                     log.warning("task store write failed, retrying: %s", exc.message)
                 self._failing = exc.message
-                self._attempted()  # (waiters past SETTLE_TIMEOUT give up)
+                self._attempted(failed=True)  # (waiters past SETTLE_TIMEOUT give up)
                 await trio.sleep(_RETRY_SECONDS)
                 continue
             break

@@ -1,11 +1,11 @@
-"""``tasks/cancel`` in a store shared by processes reads the store once, not twice.
+"""``tasks/cancel`` of a task running in this process does not read a shared store.
 
 MCP 2025-11-25 (basic/utilities/tasks, "Task Cancellation"): the receiver MUST move a
 non-terminal task to ``cancelled`` and answer with the task as it now is. When the
-task's actor runs in this process, the cancelled status is one this process stored
-(a conditional write that applied), so the answer is that record: the store is read
-once, to find the task, and not again after the write. Served over OS pipes by the
-real stdio transport and session, on a private Redis and a private PostgreSQL.
+task's actor runs in this process, its record is here, and the cancelled status goes to
+the store as a conditional write: applied, that record is the answer, with no read of
+the store before or after. Served over OS pipes by the real stdio transport and
+session, on a private Redis and a private PostgreSQL.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.mark.parametrize("kind", ["redis", "postgres"])
-async def test_cancel_of_a_task_running_here_reads_the_store_once(
+async def test_cancel_of_a_task_running_here_does_not_read_the_store(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     app = trio_mcp.App("cancel-reads", store=store_url(kind, request, tmp_path))
@@ -63,10 +63,44 @@ async def test_cancel_of_a_task_running_here_reads_the_store_once(
                 break
         assert answer["result"]["status"] == "cancelled", answer
         assert answer["result"]["taskId"] == task_id
-        assert reads == [task_id]  # found once; the stored cancel is not read back
+        assert reads == []  # its record is here; the stored cancel is not read back
         with trio.fail_after(5):
             await stopped.wait()  # and the work stopped
 
         # What any process reads from the store afterwards is that same cancelled task.
         stored = await real_get(task_id)
         assert stored is not None and stored.status is trio_mcp.TaskStatus.CANCELLED
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+async def test_cancel_of_a_task_another_process_cancelled_first_is_refused(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """MUST: a cancel of a task already terminal is refused with -32602. Here another
+    process cancelled it in the store (``store.cancel``, as its ``tasks/cancel`` does)
+    while its actor still runs here: this process's conditional write does not apply,
+    and the answer says the task was already terminal."""
+    app = trio_mcp.App("cancel-first", store=store_url(kind, request, tmp_path))
+
+    @app.tool(task_support="optional")
+    async def forever() -> str:
+        await trio.sleep_forever()
+        return "unreachable"  # pragma: no cover
+
+    async with served(app) as wire:
+        await wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "forever", "arguments": {}, "task": {"ttl": 60_000}}})  # fmt: skip
+        task_id = (await wire.receive())["result"]["task"]["taskId"]
+        await trio.testing.wait_all_tasks_blocked()
+        store: Any = app.registry.store
+        assert (await store.cancel(task_id, "cancelled elsewhere", "2026-12-08T00:00:00Z")
+                ).status is trio_mcp.TaskStatus.CANCELLED  # fmt: skip
+        await wire.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel",
+                         "params": {"taskId": task_id}})  # fmt: skip
+        while True:
+            answer = await wire.receive()
+            if answer.get("id") == 2:
+                break
+        assert answer["error"]["code"] == -32602, answer
+        stored = await store.get(task_id)
+        assert stored.status_message == "cancelled elsewhere"  # the first cancel stands

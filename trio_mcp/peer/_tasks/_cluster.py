@@ -447,12 +447,28 @@ class Cluster:
             McpError: -32602 for an unknown task or one already terminal (also when it
                 ended first in another process); -32603 when the store is unavailable.
         """
+        actor = self._ledger.running_actor(task_id)
+        if actor is not None and not actor.record.status.is_terminal:
+            # Its actor runs here: the store is not read. The cancelled status goes
+            # to the store as a conditional write; applied, it is the answer (a
+            # terminal status never changes again); not applied, the task was
+            # terminal in the store first (ended or cancelled by another process). (The
+            # last _FINAL_KEPT applied terminal writes are kept: far more than one
+            # settle() spans.)
+            if owned(actor.record, owner, task_id).deadline <= trio.current_time():
+                raise expired()
+            self._ledger.cancel_actor(task_id, requestor)
+            await leave_reader()
+            await self.settle()
+            final = self._final.get(task_id)
+            if final is None:
+                raise already_terminal(await self.lookup(owner, task_id))
+            audit.info("task cancel requested id=%s context=%s", task_id, owner)
+            return final
         record = await self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
-        if self._ledger.cancel_actor(task_id, requestor):
-            # The cancelled status this process stored is not read back (it cannot
-            # change once stored); the store is read only when it ended first elsewhere.
+        if self._ledger.cancel_actor(task_id, requestor):  # (it started here meanwhile)
             record = await self.lookup(owner, task_id, final_here=True)
         else:
             stored = await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())

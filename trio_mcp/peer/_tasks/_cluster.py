@@ -449,34 +449,38 @@ class Cluster:
         """
         actor = self._ledger.running_actor(task_id)
         if actor is not None and not actor.record.status.is_terminal:
-            # Its actor runs here: the store is not read. The cancelled status goes
-            # to the store as a conditional write; applied, it is the answer (a
-            # terminal status never changes again); not applied, the task was
-            # terminal in the store first (ended or cancelled by another process). (The
-            # last _FINAL_KEPT applied terminal writes are kept: far more than one
-            # settle() spans.)
-            if owned(actor.record, owner, task_id).deadline <= trio.current_time():
-                raise expired()
+            # Its actor runs here: its record is checked here, the store is not read.
+            self._ledger.lookup(owner, task_id)
             self._ledger.cancel_actor(task_id, requestor)
-            await leave_reader()
-            await self.settle()
-            final = self._final.get(task_id)
-            if final is None:
-                raise already_terminal(await self.lookup(owner, task_id))
-            audit.info("task cancel requested id=%s context=%s", task_id, owner)
-            return final
+            return await self._cancelled_here(owner, task_id)
         record = await self.lookup(owner, task_id)
         if record.status.is_terminal:
             raise already_terminal(record)
         if self._ledger.cancel_actor(task_id, requestor):  # (it started here meanwhile)
-            record = await self.lookup(owner, task_id, final_here=True)
-        else:
-            stored = await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
-            record = stored if stored is not None else await self.lookup(owner, task_id)
+            return await self._cancelled_here(owner, task_id)
+        stored = await self.store.cancel(task_id, CANCEL_MESSAGE, now_iso())
+        record = stored if stored is not None else await self.lookup(owner, task_id)
         if record.status is not TaskStatus.CANCELLED:
             raise already_terminal(record)  # it ended first, in another process
         audit.info("task cancel requested id=%s context=%s", task_id, owner)
         return record
+
+    async def _cancelled_here(self, owner: str, task_id: str) -> TaskRecord:
+        """The answer to a cancel of a local actor, once its cancelled status is stored.
+
+        That status went to the store as a conditional write: applied, it is the
+        answer (a terminal status never changes again); not applied, the task was
+        terminal in the store first (ended or cancelled by another process): -32602.
+        (The last ``_FINAL_KEPT`` applied terminal writes are kept: far more than
+        one settle() spans.)
+        """
+        await leave_reader()
+        await self.settle()
+        final = self._final.get(task_id)
+        if final is None:
+            raise already_terminal(await self.lookup(owner, task_id))
+        audit.info("task cancel requested id=%s context=%s", task_id, owner)
+        return final
 
     async def wait_terminal(self, owner: str, task_id: str, peer: TaskConnection) -> TaskRecord:
         """``tasks/result``'s wait: until the task is terminal, wherever it runs.
